@@ -66,9 +66,11 @@ class Embedder:
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
         self.info = ModelInfo.from_manifest(self.manifest)
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
+        # we pad per batch and truncate ourselves, so that token counts and offsets are whole
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=self.info.max_tokens)
+        self.tokenizer.no_truncation()
         self.pad_id = self.tokenizer.token_to_id("<pad>") or 0
+        self.eos_id = self.tokenizer.token_to_id("</s>") or 0
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.provider = provider
@@ -81,6 +83,15 @@ class Embedder:
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
+    def split_by_tokens(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
+        """Character spans of consecutive runs of at most `max_tokens` tokens."""
+        offsets = [o for o in self.tokenizer.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
+        if not offsets:
+            return [(0, len(text))]
+        cuts = [offsets[k][0] for k in range(0, len(offsets), max_tokens)][1:]
+        bounds = [0, *cuts, len(text)]
+        return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([self.info.query_prefix + prepare(t) for t in texts])
 
@@ -92,15 +103,16 @@ class Embedder:
         out = np.zeros((len(texts), self.info.dimensions), dtype=np.float32)
         if not texts:
             return out
-        encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for batch in _batches_by_budget(order, [len(e.ids) for e in encodings], token_budget):
-            width = max(len(encodings[i].ids) for i in batch)
+        limit = self.info.max_tokens
+        token_ids = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + [self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+        for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
+            width = max(len(token_ids[i]) for i in batch)
             ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
-                n = len(encodings[i].ids)
-                ids[row, :n] = encodings[i].ids
+                n = len(token_ids[i])
+                ids[row, :n] = token_ids[i]
                 mask[row, :n] = 1
             (vectors,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[batch] = vectors

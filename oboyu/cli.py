@@ -1,0 +1,176 @@
+"""The `oboyu` command: a thin layer over the library. Errors are one line on stderr.
+
+Exit status: 0 success (query: results found), 1 query with no results, 2 error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import OboyuError
+from .paths import default_db_path
+from .progress import ProgressLine, format_duration
+
+EXIT_NO_RESULTS = 1
+EXIT_ERROR = 2
+
+
+def _db_option(func):
+    return click.option(
+        "--db",
+        "db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Index file (default: $OBOYU_DB or the user data dir).",
+    )(func)
+
+
+def _colour(stream) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="oboyu")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """oboyu (覚ゆ): semantic search over your own documents, offline."""
+    ctx.obj = {"debug": debug}
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_db_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links.")
+def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, follow_symlinks: bool) -> None:
+    """Index (or update the index of) files and folders."""
+    from .engine import load_default_embedder
+    from .indexer import Indexer
+    from .store import Store
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise OboyuError(f"no such file or folder: {missing[0]}")
+    progress = ProgressLine(enabled=not quiet)
+    embedder = load_default_embedder(progress)
+    with Store(db or default_db_path()) as store:
+        stats = Indexer(store, embedder, progress, follow_symlinks=follow_symlinks).index(list(paths))
+    if quiet:
+        return
+    err = click.get_text_stream("stderr")
+    err.write(
+        f"indexed in {format_duration(stats.seconds)}: {stats.added} added, {stats.changed} changed, "
+        f"{stats.removed} removed, {stats.unchanged} unchanged, {len(stats.skipped)} skipped; "
+        f"{stats.chunks} chunks embedded\n"
+    )
+    if stats.skipped:
+        reasons: dict[str, int] = {}
+        for item in stats.skipped:
+            reasons[item.reason] = reasons.get(item.reason, 0) + 1
+        if verbose:
+            for item in stats.skipped:
+                err.write(f"  skipped {item.path}: {item.reason}\n")
+        else:
+            summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
+            err.write(f"  skipped: {summary} (-v lists them)\n")
+
+
+@cli.command()
+@click.argument("text")
+@_db_option
+@click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Number of results.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def query(text: str, db: Path | None, k: int, as_json: bool) -> None:
+    """Search the index."""
+    from .engine import load_default_embedder
+    from .search import search
+    from .store import Store
+
+    embedder = load_default_embedder(ProgressLine())
+    with Store(db or default_db_path(), read_only=True) as store:
+        results = search(store, embedder, text, k)
+    out = click.get_text_stream("stdout")
+    if as_json:
+        out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
+    else:
+        colour = _colour(sys.stdout)
+        for r in results:
+            location = f"{r.path}:{r.start_line}-{r.end_line}"
+            out.write(f"{r.rank:>2}. {r.score:.3f}  {click.style(location, bold=True) if colour else location}\n")
+            heading = r.heading or r.title
+            if heading:
+                out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
+            out.write(f"    {r.snippet}\n")
+        if not results:
+            click.echo("no results", err=True)
+    if not results:
+        raise SystemExit(EXIT_NO_RESULTS)
+
+
+@cli.command()
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def status(db: Path | None, as_json: bool) -> None:
+    """Show what the index holds."""
+    from .engine import DEFAULT_PROVIDER
+    from .store import Store, file_bytes
+
+    path = db or default_db_path()
+    with Store(path, read_only=True) as store:
+        documents, chunks = store.counts()
+        model = store.get_meta("model_id")
+    info = {
+        "db": str(path.resolve()),
+        "model": model,
+        "provider": DEFAULT_PROVIDER,
+        "documents": documents,
+        "chunks": chunks,
+        "bytes": file_bytes(path),
+    }
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False, indent=2))
+        return
+    for key, value in info.items():
+        click.echo(f"{key:>10}: {value}")
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv[1:]
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_ERROR)
+    except click.exceptions.Abort:
+        click.echo("oboyu: interrupted", err=True)
+        sys.exit(130)
+    except OboyuError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"oboyu: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("oboyu: interrupted", err=True)
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        if debug:
+            traceback.print_exc()
+        click.echo(f"oboyu: unexpected error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Text and structure out of a file: blocks (headings, paragraphs, code) with their lines.
+
+For Markdown, plain text, reStructuredText and source code a block's text is a slice of the
+decoded file, so its character offsets and lines are exact. HTML keeps only visible text; its
+blocks carry the source lines the parser saw.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
+TEXT_EXT = {".txt", ".text"}
+RST_EXT = {".rst", ".rest"}
+HTML_EXT = {".html", ".htm", ".xhtml"}
+CODE_EXT = {
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt",
+    ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".m", ".mm",
+    ".swift", ".rb", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".hs", ".ml", ".ex", ".exs",
+    ".erl", ".clj", ".dart", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".vue", ".svelte",
+    ".css", ".scss", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".tex", ".el", ".vim",
+}
+
+
+def file_type_for(path: Path) -> str | None:
+    """The extractor a file gets by its name, or None when we do not index it."""
+    ext = path.suffix.lower()
+    if ext in MARKDOWN_EXT:
+        return "markdown"
+    if ext in TEXT_EXT:
+        return "text"
+    if ext in RST_EXT:
+        return "rst"
+    if ext in HTML_EXT:
+        return "html"
+    if ext in CODE_EXT or path.name in {"Makefile", "Dockerfile", "CMakeLists.txt"}:
+        return "code"
+    return None
+
+
+@dataclass
+class Block:
+    text: str
+    start_char: int
+    end_char: int
+    start_line: int
+    end_line: int
+    heading_level: int = 0  # > 0 for a heading of that level
+    kind: str = "text"  # text | heading | code
+    exact: bool = True  # text is source[start_char:end_char], so sentence lines can be computed
+
+
+@dataclass
+class Extracted:
+    text: str  # what character offsets refer to
+    blocks: list[Block] = field(default_factory=list)
+    title: str | None = None
+
+
+def extract(text: str, file_type: str) -> Extracted:
+    if file_type == "markdown":
+        return _markdown(text)
+    if file_type == "rst":
+        return _rst(text)
+    if file_type == "html":
+        return _html(text)
+    return Extracted(text, _paragraphs(text, 0, _lines_with_offsets(text), kind="code" if file_type == "code" else "text"))
+
+
+def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
+    """(offset, line without its newline) for every line."""
+    out, pos = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((pos, line.rstrip("\r\n")))
+        pos += len(line)
+    return out
+
+
+def _block(text: str, lines: list[tuple[int, str]], first: int, last: int, **kw) -> Block:
+    """A block spanning lines first..last (0-based, inclusive), trimmed of outer whitespace."""
+    start = lines[first][0]
+    end = lines[last][0] + len(lines[last][1])
+    raw = text[start:end]
+    lead = len(raw) - len(raw.lstrip())
+    body = raw.strip()
+    return Block(body, start + lead, start + lead + len(body), first + 1, last + 1, **kw)
+
+
+def _paragraphs(text: str, begin: int, lines: list[tuple[int, str]], kind: str = "text", end: int | None = None) -> list[Block]:
+    """Blocks separated by blank lines, over lines[begin:end]."""
+    blocks, first = [], None
+    stop = len(lines) if end is None else end
+    for i in range(begin, stop):
+        if lines[i][1].strip():
+            if first is None:
+                first = i
+        elif first is not None:
+            blocks.append(_block(text, lines, first, i - 1, kind=kind))
+            first = None
+    if first is not None:
+        blocks.append(_block(text, lines, first, stop - 1, kind=kind))
+    return blocks
+
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_TITLE = re.compile(r"""^title\s*:\s*(?P<q>["']?)(?P<title>.*?)(?P=q)\s*$""", re.IGNORECASE)
+
+
+def _markdown(text: str) -> Extracted:
+    lines = _lines_with_offsets(text)
+    doc = Extracted(text)
+    i = 0
+    if lines and lines[0][1].strip() == "---":  # YAML front matter
+        for j in range(1, len(lines)):
+            if lines[j][1].strip() in ("---", "..."):
+                for _, line in lines[1:j]:
+                    match = _TITLE.match(line)
+                    if match and doc.title is None:
+                        doc.title = match.group("title").strip() or None
+                i = j + 1
+                break
+    para_first: int | None = None
+
+    def flush(upto: int) -> None:
+        nonlocal para_first
+        if para_first is not None and upto >= para_first:
+            doc.blocks.append(_block(text, lines, para_first, upto))
+        para_first = None
+
+    while i < len(lines):
+        line = lines[i][1]
+        fence = _FENCE.match(line)
+        if fence:
+            flush(i - 1)
+            marker = fence.group(1)
+            j = i + 1
+            while j < len(lines) and not lines[j][1].lstrip().startswith(marker):
+                j += 1
+            last = min(j, len(lines) - 1)
+            doc.blocks.append(_block(text, lines, i, last, kind="code"))
+            i = last + 1
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            flush(i - 1)
+            doc.blocks.append(_heading(text, lines, i, i, len(heading.group(1)), heading.group(2) or ""))
+            i += 1
+            continue
+        if para_first is not None and para_first == i - 1 and _SETEXT.match(line):
+            level = 1 if line.strip()[0] == "=" else 2
+            doc.blocks.append(_heading(text, lines, i - 1, i, level, lines[i - 1][1].strip()))
+            para_first = None
+            i += 1
+            continue
+        if line.strip():
+            if para_first is None:
+                para_first = i
+        else:
+            flush(i - 1)
+        i += 1
+    flush(len(lines) - 1)
+    if doc.title is None:
+        doc.title = next((b.text for b in doc.blocks if b.heading_level == 1), None)
+    return doc
+
+
+def _heading(text: str, lines: list[tuple[int, str]], first: int, last: int, level: int, title: str) -> Block:
+    block = _block(text, lines, first, last, heading_level=level, kind="heading")
+    block.text = title.strip()
+    return block
+
+
+_RST_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
+
+
+def _rst(text: str) -> Extracted:
+    lines = _lines_with_offsets(text)
+    doc = Extracted(text)
+    styles: list[tuple[str, bool]] = []  # heading levels in order of first appearance
+    heading_lines: dict[int, tuple[int, int, int]] = {}  # title line -> (first, last, level)
+    for i in range(len(lines) - 1):
+        title, under = lines[i][1], lines[i + 1][1]
+        match = _RST_ADORNMENT.match(under)
+        if not title.strip() or _RST_ADORNMENT.match(title) or not match:
+            continue
+        if i > 0 and lines[i - 1][1].strip() and not _RST_ADORNMENT.match(lines[i - 1][1]):
+            continue  # an underline must follow a title standing alone
+        over = i > 0 and lines[i - 1][1].strip() == under.strip()
+        style = (match.group(1), over)
+        if style not in styles:
+            styles.append(style)
+        heading_lines[i] = (i - 1 if over else i, i + 1, styles.index(style) + 1)
+    skip_until = -1
+    para_start = 0
+    for i in sorted(heading_lines):
+        first, last, level = heading_lines[i]
+        doc.blocks.extend(_paragraphs(text, max(para_start, skip_until + 1), lines, end=first))
+        doc.blocks.append(_heading(text, lines, first, last, level, lines[i][1]))
+        skip_until = last
+        para_start = last + 1
+    doc.blocks.extend(_paragraphs(text, para_start, lines))
+    doc.title = next((b.text for b in doc.blocks if b.heading_level == 1), None)
+    return doc
+
+
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
+_HTML_BLOCK = {
+    "p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "li", "ul", "ol",
+    "table", "tr", "td", "th", "thead", "tbody", "br", "pre", "blockquote", "dl", "dt", "dd",
+    "figure", "figcaption", "hr", "form", "fieldset", "details", "summary", "caption", "address",
+    "h1", "h2", "h3", "h4", "h5", "h6", "body", "html",
+}
+_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"}
+
+
+class _VisibleText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[tuple[str, int, int, int, str]] = []  # text, first line, last line, level, kind
+        self.parts: list[str] = []
+        self.first_line = 0
+        self.skip_depth = 0
+        self.pre_depth = 0
+        self.heading = 0
+        self.title: str | None = None
+        self.in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "title":
+            self.in_title = True
+        if tag in _HTML_SKIP and tag not in _VOID:
+            self.skip_depth += 1
+            return
+        if tag in _HTML_BLOCK:
+            self.flush()
+        if tag == "pre":
+            self.pre_depth += 1
+        if re.fullmatch(r"h[1-6]", tag):
+            self.heading = int(tag[1])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+        if tag in _HTML_SKIP:
+            self.skip_depth = max(0, self.skip_depth - 1)
+            return
+        if tag in _HTML_BLOCK:
+            self.flush()
+        if tag == "pre":
+            self.pre_depth = max(0, self.pre_depth - 1)
+        if re.fullmatch(r"h[1-6]", tag):
+            self.heading = 0
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title = ((self.title or "") + data).strip() or None
+        if self.skip_depth:
+            return
+        if not self.parts:
+            self.first_line = self.getpos()[0]
+        self.parts.append(data)
+
+    def flush(self) -> None:
+        raw = "".join(self.parts)
+        self.parts = []
+        if self.pre_depth:
+            body = raw.strip("\n")
+        else:
+            body = re.sub(r"\s+", " ", raw).strip()
+        if body.strip():
+            last = self.getpos()[0]
+            kind = "heading" if self.heading else ("code" if self.pre_depth else "text")
+            self.blocks.append((body, self.first_line, max(last, self.first_line), self.heading, kind))
+
+
+def _html(source: str) -> Extracted:
+    parser = _VisibleText()
+    parser.feed(source)
+    parser.close()
+    parser.flush()
+    pieces, blocks, pos = [], [], 0
+    for body, first, last, level, kind in parser.blocks:
+        blocks.append(Block(body, pos, pos + len(body), first, last, level, kind, exact=False))
+        pieces.append(body)
+        pos += len(body) + 2
+    doc = Extracted("\n\n".join(pieces), blocks, parser.title)
+    if doc.title is None:
+        doc.title = next((b.text for b in blocks if b.heading_level == 1), None)
+    return doc

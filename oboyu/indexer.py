@@ -1,0 +1,223 @@
+"""Indexing: crawl, read, decode, extract and chunk in a reader thread; embed and store in the
+main one, several files per batch so the model sees full, length-sorted batches."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .chunking import Chunk, Chunker
+from .crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl
+from .decoding import UndecodableError, decode
+from .embedding import Embedder
+from .extract import extract
+from .progress import ProgressLine, format_duration
+from .store import ChunkRecord, DocumentRecord, Store
+
+EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
+QUEUE_FILES = 64
+
+
+@dataclass
+class IndexStats:
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Prepared:
+    entry: FileEntry
+    document: DocumentRecord
+    chunks: list[Chunk]
+    is_new: bool
+
+
+class _Touched:
+    """A file whose stat changed but whose content did not."""
+
+    def __init__(self, entry: FileEntry):
+        self.entry = entry
+
+
+def chunk_id(path: str, chunk: Chunk) -> str:
+    key = f"{path}\0{chunk.start_char}\0{chunk.end_char}\0{chunk.text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
+    """What the model reads for a chunk: its title and heading path, then its text."""
+    context = chunk.heading
+    if document.title and not context.startswith(document.title):
+        context = f"{document.title} > {context}" if context else document.title
+    return f"{context}\n{chunk.text}" if context else chunk.text
+
+
+def looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+        return False
+    return b"\x00" in head
+
+
+class Indexer:
+    def __init__(self, store: Store, embedder: Embedder, progress: ProgressLine | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False):
+        self.store = store
+        self.embedder = embedder
+        self.progress = progress or ProgressLine(enabled=False)
+        self.max_bytes = max_bytes
+        self.follow_symlinks = follow_symlinks
+        self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+
+    def index(self, roots: Iterable[Path]) -> IndexStats:
+        started = time.perf_counter()
+        stats = IndexStats()
+        self.store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+        todo: list[tuple[FileEntry, bool]] = []
+        stored_seen: dict[str, object] = {}
+        for root in roots:
+            root = Path(os.path.abspath(root))
+            stored = self.store.files_under(str(root))
+            found: set[str] = set()
+            for item in crawl([root], self.follow_symlinks, self.max_bytes):
+                if isinstance(item, Skipped):
+                    stats.skipped.append(item)
+                    continue
+                key = str(item.path)
+                found.add(key)
+                previous = stored.get(key)
+                if previous is not None and previous.size == item.size and previous.mtime_ns == item.mtime_ns:
+                    stats.unchanged += 1
+                else:
+                    stored_seen[key] = previous
+                    todo.append((item, previous is None))
+            gone = [p for p in stored if p not in found]
+            self.store.delete_paths(gone)
+            stats.removed += len(gone)
+        self._process(todo, stored_seen, stats)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _process(self, todo: list[tuple[FileEntry, bool]], stored: dict, stats: IndexStats) -> None:
+        total_bytes = sum(e.size for e, _ in todo) or 1
+        work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            try:
+                for entry, is_new in todo:
+                    if stop.is_set():
+                        return
+                    work.put(self._prepare(entry, is_new, stored.get(str(entry.path))))
+            except BaseException as exc:  # surfaced in the main thread
+                errors.append(exc)
+            finally:
+                work.put(None)
+
+        thread = threading.Thread(target=reader, name="oboyu-reader", daemon=True)
+        thread.start()
+        started = time.perf_counter()
+        done_files = done_bytes = 0
+        pending: list[_Prepared] = []
+        pending_chunks = 0
+        finished = False
+        try:
+            while not finished:
+                item = work.get()
+                batch_ready = False
+                if item is None:
+                    finished = True
+                    batch_ready = True
+                elif isinstance(item, Skipped):
+                    stats.skipped.append(item)
+                    done_files += 1
+                elif isinstance(item, _Touched):
+                    self.store.update_file_stat(str(item.entry.path), item.entry.size, item.entry.mtime_ns)
+                    stats.unchanged += 1
+                    done_files += 1
+                    done_bytes += item.entry.size
+                else:
+                    pending.append(item)
+                    pending_chunks += len(item.chunks)
+                    batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
+                if batch_ready and pending:
+                    self._embed_and_store(pending, stats)
+                    done_files += len(pending)
+                    done_bytes += sum(p.entry.size for p in pending)
+                    pending, pending_chunks = [], 0
+                elapsed = time.perf_counter() - started
+                rate = stats.chunks / elapsed if elapsed > 0 else 0.0
+                eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
+                self.progress.update(
+                    f"indexing {done_files:,}/{len(todo):,} files · {stats.chunks:,} chunks · "
+                    f"{rate:.1f} chunks/s · ETA {format_duration(eta)}"
+                )
+        finally:
+            stop.set()
+            while thread.is_alive():  # let a blocked reader finish
+                try:
+                    work.get_nowait()
+                except queue.Empty:
+                    thread.join(0.05)
+            self.progress.clear()
+        if errors:
+            raise errors[0]
+
+    def _prepare(self, entry: FileEntry, is_new: bool, previous) -> _Prepared | _Touched | Skipped:
+        path = entry.path
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(self.max_bytes + 1)
+        except OSError as exc:
+            return Skipped(path, f"cannot read: {exc.strerror or exc}")
+        if len(data) > self.max_bytes:
+            return Skipped(path, f"larger than the {self.max_bytes // (1024 * 1024)} MB size cap")
+        sha = hashlib.sha256(data).hexdigest()
+        if previous is not None and previous.sha256 == sha:
+            return _Touched(entry)
+        if looks_binary(data):
+            return Skipped(path, "binary file")
+        try:
+            decoded = decode(data)
+        except UndecodableError as exc:
+            return Skipped(path, f"cannot decode: {exc}")
+        extracted = extract(decoded.text, entry.file_type)
+        chunks = self.chunker.chunk(extracted)
+        document = DocumentRecord(
+            path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
+            encoding=decoded.encoding, file_type=entry.file_type, title=extracted.title,
+        )
+        return _Prepared(entry, document, chunks, is_new)
+
+    def _embed_and_store(self, prepared: list[_Prepared], stats: IndexStats) -> None:
+        texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
+        vectors = self.embedder.embed_passages(texts)
+        items, offset = [], 0
+        for p in prepared:
+            n = len(p.chunks)
+            records = [
+                ChunkRecord(chunk_id(p.document.path, c), c.ordinal, c.heading, c.start_line, c.end_line,
+                            c.start_char, c.end_char, c.text)
+                for c in p.chunks
+            ]
+            items.append((p.document, records, vectors[offset : offset + n]))
+            offset += n
+        self.store.write_documents(items)
+        stats.chunks += len(texts)
+        for p in prepared:
+            if p.is_new:
+                stats.added += 1
+            else:
+                stats.changed += 1

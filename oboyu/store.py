@@ -1,0 +1,312 @@
+"""The index: one DuckDB file with documents, chunks and their embeddings.
+
+Every document's rows are written in one transaction together with its chunks and vectors, so
+the file is consistent at every instant; DuckDB's write-ahead log makes a killed process lose at
+most the transaction in flight. Rows are inserted column-wise from NumPy arrays (DuckDB's Python
+parameter binding costs milliseconds per FLOAT[384] list; a registered array costs microseconds).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from .errors import OboyuError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE SEQUENCE IF NOT EXISTS document_ids;
+CREATE TABLE IF NOT EXISTS documents (
+    id BIGINT, path VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, sha256 VARCHAR,
+    encoding VARCHAR, file_type VARCHAR, title VARCHAR, indexed_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id VARCHAR, document_id BIGINT, ordinal INTEGER, heading VARCHAR, start_line INTEGER,
+    end_line INTEGER, start_char INTEGER, end_char INTEGER, text VARCHAR
+);
+"""
+
+
+@dataclass
+class DocumentRecord:
+    path: str
+    root: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    encoding: str
+    file_type: str
+    title: str | None
+
+
+@dataclass
+class ChunkRecord:
+    id: str
+    ordinal: int
+    heading: str
+    start_line: int
+    end_line: int
+    start_char: int
+    end_char: int
+    text: str
+
+
+@dataclass
+class StoredFile:
+    id: int
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass
+class SearchHit:
+    chunk_id: str
+    path: str
+    title: str | None
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+class Store:
+    def __init__(self, path: Path, read_only: bool = False):
+        self.path = Path(path)
+        if read_only and not self.path.exists():
+            raise OboyuError(f"no index at {self.path}; run `oboyu index PATH` first")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise OboyuError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
+            raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
+        except duckdb.Error as exc:
+            raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
+        self.read_only = read_only
+        self._check_schema()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- schema and metadata ---------------------------------------------------------------
+
+    def _check_schema(self) -> None:
+        tables = {row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "meta" in tables:
+            version = self.get_meta("schema_version")
+            if version != str(SCHEMA_VERSION):
+                raise OboyuError(
+                    f"the index {self.path} has schema version {version}, this oboyu reads {SCHEMA_VERSION}; "
+                    "index into a new file with --db"
+                )
+            return
+        if self.read_only:
+            raise OboyuError(f"{self.path} is not an oboyu index")
+        if tables:
+            raise OboyuError(f"{self.path} is a DuckDB file but not an oboyu index")
+        self.con.execute("BEGIN")
+        self.con.execute(_SCHEMA)
+        self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        self.con.execute("COMMIT")
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
+
+    def set_model(self, model_id: str, dimensions: int) -> None:
+        """Record the index's model; switching models drops the old vectors (they cannot mix)."""
+        current = self.get_meta("model_id")
+        if current == model_id:
+            return
+        self.con.execute("BEGIN")
+        self.con.execute("DROP TABLE IF EXISTS embeddings")
+        self.con.execute(f"CREATE TABLE embeddings (chunk_id VARCHAR, vector FLOAT[{int(dimensions)}])")
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?), ('dimensions', ?)", [model_id, str(dimensions)])
+        if current is not None:  # every document must be embedded again
+            self.con.execute("DELETE FROM chunks")
+            self.con.execute("DELETE FROM documents")
+        self.con.execute("COMMIT")
+
+    # --- documents -------------------------------------------------------------------------
+
+    def files_under(self, root: str) -> dict[str, StoredFile]:
+        prefix = root.rstrip(os.sep) + os.sep
+        rows = self.con.execute(
+            "SELECT path, id, size, mtime_ns, sha256 FROM documents WHERE path = ? OR starts_with(path, ?)",
+            [root, prefix],
+        ).fetchall()
+        return {r[0]: StoredFile(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def write_documents(self, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]]) -> None:
+        """Replace these documents (by path) with their chunks and vectors, in one transaction."""
+        if not items:
+            return
+        self.con.execute("BEGIN")
+        try:
+            self._delete_paths([doc.path for doc, _, _ in items])
+            now = time.time()
+            doc_ids = [r[0] for r in self.con.execute(f"SELECT nextval('document_ids') FROM range({len(items)})").fetchall()]
+            docs = [doc for doc, _, _ in items]
+            self._insert_columns(
+                "documents",
+                [
+                    np.array(doc_ids, dtype=np.int64),
+                    _strings([d.path for d in docs]),
+                    _strings([d.root for d in docs]),
+                    np.array([d.size for d in docs], dtype=np.int64),
+                    np.array([d.mtime_ns for d in docs], dtype=np.int64),
+                    _strings([d.sha256 for d in docs]),
+                    _strings([d.encoding for d in docs]),
+                    _strings([d.file_type for d in docs]),
+                    _strings([d.title for d in docs]),
+                ],
+                extra="to_timestamp(%f)" % now,
+            )
+            chunks = [(doc_id, c) for doc_id, (_, cs, _) in zip(doc_ids, items) for c in cs]
+            if chunks:
+                self._insert_columns(
+                    "chunks",
+                    [
+                        _strings([c.id for _, c in chunks]),
+                        np.array([d for d, _ in chunks], dtype=np.int64),
+                        np.array([c.ordinal for _, c in chunks], dtype=np.int32),
+                        _strings([c.heading for _, c in chunks]),
+                        np.array([c.start_line for _, c in chunks], dtype=np.int32),
+                        np.array([c.end_line for _, c in chunks], dtype=np.int32),
+                        np.array([c.start_char for _, c in chunks], dtype=np.int32),
+                        np.array([c.end_char for _, c in chunks], dtype=np.int32),
+                        _strings([c.text for _, c in chunks]),
+                    ],
+                )
+                vectors = np.vstack([v for _, cs, v in items if len(cs)]).astype(np.float32)
+                self._insert_vectors(_strings([c.id for _, c in chunks]), vectors)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def delete_paths(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        self.con.execute("BEGIN")
+        try:
+            self._delete_paths(paths)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
+        """A file touched but not changed: remember its new stat so it is not read again."""
+        self.con.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime_ns, path])
+
+    def _delete_paths(self, paths: list[str]) -> None:
+        name = self._register(_strings(paths))
+        try:
+            ids = f"SELECT id FROM documents WHERE path IN (SELECT column0 FROM {name})"
+            self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id IN ({ids}))")
+            self.con.execute(f"DELETE FROM chunks WHERE document_id IN ({ids})")
+            self.con.execute(f"DELETE FROM documents WHERE id IN ({ids})")
+        finally:
+            self.con.unregister(name)
+
+    _registered = 0
+
+    def _register(self, array: np.ndarray) -> str:
+        Store._registered += 1
+        name = f"_oboyu_col_{Store._registered}"
+        self.con.register(name, array)
+        return name
+
+    def _insert_columns(self, table: str, columns: list[np.ndarray], extra: str | None = None) -> None:
+        names = [self._register(col) for col in columns]
+        try:
+            select = ", ".join(f"{n}.column0" for n in names) + (f", {extra}" if extra else "")
+            joins = " POSITIONAL JOIN ".join(names)
+            self.con.execute(f"INSERT INTO {table} SELECT {select} FROM {joins}")
+        finally:
+            for n in names:
+                self.con.unregister(n)
+
+    def _insert_vectors(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        dim = vectors.shape[1]
+        ids_name = self._register(ids)
+        # a 2-D array is scanned as one column per row of the array, so pass it transposed
+        vec_name = self._register(np.ascontiguousarray(vectors.T))
+        try:
+            array = ", ".join(f"{vec_name}.column{i}" for i in range(dim))
+            self.con.execute(
+                f"INSERT INTO embeddings SELECT {ids_name}.column0, [{array}]::FLOAT[{dim}] FROM {ids_name} POSITIONAL JOIN {vec_name}"
+            )
+        finally:
+            self.con.unregister(ids_name)
+            self.con.unregister(vec_name)
+
+    # --- search and status -----------------------------------------------------------------
+
+    def search(self, query_vector: np.ndarray, k: int) -> list[SearchHit]:
+        """Exact cosine search (vectors are L2-normalised, so the inner product is the cosine)."""
+        dim = int(self.get_meta("dimensions") or 0)
+        if dim == 0:
+            return []
+        if query_vector.shape[-1] != dim:
+            raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
+        name = self._register(np.ascontiguousarray(query_vector.astype(np.float32).reshape(dim, 1)))
+        query = "[" + ", ".join(f"column{i}" for i in range(dim)) + f"]::FLOAT[{dim}]"
+        try:
+            rows = self._search_rows(name, query, dim, k)
+        finally:
+            self.con.unregister(name)
+        return [SearchHit(*row) for row in rows]
+
+    def _search_rows(self, name: str, query: str, dim: int, k: int) -> list[tuple]:
+        return self.con.execute(
+            f"""
+            WITH q AS (SELECT {query} AS v FROM {name}),
+            top AS (
+                SELECT chunk_id, array_inner_product(vector, (SELECT v FROM q)) AS score
+                FROM embeddings ORDER BY score DESC LIMIT $k
+            )
+            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, top.score
+            FROM top JOIN chunks c ON c.id = top.chunk_id JOIN documents d ON d.id = c.document_id
+            ORDER BY top.score DESC, d.path, c.ordinal
+            """,
+            {"k": int(k)},
+        ).fetchall()
+
+    def counts(self) -> tuple[int, int]:
+        docs = self.con.execute("SELECT count(*) FROM documents").fetchone()[0]
+        chunks = self.con.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return int(docs), int(chunks)
+
+
+def _strings(values: list[str | None]) -> np.ndarray:
+    return np.array(values, dtype=object)
+
+
+def file_bytes(path: Path) -> int:
+    """Size of the index on disk, its write-ahead log included."""
+    total = 0
+    for candidate in (Path(path), Path(str(path) + ".wal")):
+        try:
+            total += candidate.stat().st_size
+        except OSError:
+            pass
+    return total
