@@ -21,7 +21,9 @@ SplitTokens = Callable[[str, int], list[tuple[int, int]]]
 
 _JA_ENDS = set("。！？!?．｡")
 _EN_ENDS = set(".!?")
+_OPENERS = set("「『（(【〈《")
 _CLOSERS = set("」』）)]】〉》\"'”’")
+_MAX_QUOTE_CHARS = 200
 
 
 @dataclass
@@ -47,14 +49,24 @@ class _Unit:
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) spans of sentences, whitespace around them excluded."""
+    """(start, end) spans of sentences, whitespace around them excluded. A sentence end inside
+    brackets (「はい。」と答えた。) does not end the sentence, unless the bracket never closes."""
     spans, start, i, n = [], 0, 0, len(text)
+    depth, opened_at = 0, 0
     while i < n:
         ch = text[i]
+        if ch in _OPENERS:
+            if depth == 0:
+                opened_at = i
+            depth += 1
+        elif ch in _CLOSERS and depth:
+            depth -= 1
+        if depth and i - opened_at > _MAX_QUOTE_CHARS:
+            depth = 0  # an unbalanced bracket must not swallow the rest of the text
         end = None
-        if ch in _JA_ENDS:
+        if depth == 0 and ch in _JA_ENDS:
             end = i + 1
-        elif ch in _EN_ENDS and (i + 1 == n or text[i + 1].isspace() or text[i + 1] in _CLOSERS):
+        elif depth == 0 and ch in _EN_ENDS and (i + 1 == n or text[i + 1].isspace() or text[i + 1] in _CLOSERS):
             end = i + 1
         if end is not None:
             while end < n and (text[end] in _CLOSERS or text[end] in _JA_ENDS):

@@ -1,0 +1,21 @@
+# Set-up and the two jobs the README names. Everything lives in .venv under this folder.
+VENV ?= .venv
+PYTHON ?= python3
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+.PHONY: install demo test
+install: $(VENV)/.installed
+
+# Index the example notes with the default model (built on first use) and ask two questions.
+demo: $(VENV)/.installed
+	$(VENV)/bin/oboyu index examples/notes
+	$(VENV)/bin/oboyu query "会議の議事録をまとめる方法"
+	$(VENV)/bin/oboyu query "how do I restore the database" -k 3
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest

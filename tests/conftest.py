@@ -1,0 +1,38 @@
+"""Shared fixtures: the default model is built once per test session into a temporary cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from oboyu.embedding import Embedder
+from oboyu.model_build import ensure_default_model
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model cache for the whole session (OBOYU_TEST_CACHE reuses one across runs)."""
+    reuse = os.environ.get("OBOYU_TEST_CACHE")
+    return Path(reuse) if reuse else tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def model_dir(cache_dir: Path) -> Path:
+    return ensure_default_model(root=cache_dir / "models")
+
+
+@pytest.fixture(scope="session")
+def embedder(model_dir: Path) -> Embedder:
+    return Embedder(model_dir)
+
+
+@pytest.fixture
+def oboyu_env(cache_dir: Path, model_dir: Path, tmp_path: Path) -> dict[str, str]:
+    """Environment for running the `oboyu` command against the session's model and a fresh index."""
+    env = dict(os.environ)
+    env["OBOYU_CACHE_DIR"] = str(cache_dir)
+    env["OBOYU_DB"] = str(tmp_path / "index.duckdb")
+    env.pop("NO_COLOR", None)
+    return env

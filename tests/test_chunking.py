@@ -1,0 +1,36 @@
+from oboyu.chunking import MAX_TOKENS, Chunker, split_sentences
+from oboyu.embedding import Embedder
+from oboyu.extract import extract
+
+
+def test_sentence_split_japanese_and_english() -> None:
+    text = "今日は晴れ。明日は雨！本当？「はい。」と答えた。Hello world. Version 1.2 is out! Next"
+    sentences = [text[s:e] for s, e in split_sentences(text)]
+    assert sentences == ["今日は晴れ。", "明日は雨！", "本当？", "「はい。」と答えた。", "Hello world.", "Version 1.2 is out!", "Next"]
+
+
+def test_chunks_respect_headings_size_and_lines(embedder: Embedder) -> None:
+    body = "\n".join(f"これは{i}番目の文で、検索のテストに使う長めの文章です。" for i in range(120))
+    text = f"# 見出しA\n\n{body}\n\n## 小見出しB\n\n短い段落。\n"
+    chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens, target_tokens=128)
+    chunks = chunker.chunk(extract(text, "markdown"))
+    assert len(chunks) > 5
+    assert {c.heading for c in chunks} == {"見出しA", "見出しA > 小見出しB"}
+    lines = text.split("\n")
+    for c in chunks:
+        assert text[c.start_char : c.end_char] == c.text
+        assert embedder.count_tokens([c.text])[0] <= 128 + 40
+        assert lines[c.start_line - 1].strip() and c.text.startswith(lines[c.start_line - 1].strip()[:5])
+    first_section = [c for c in chunks if c.heading == "見出しA"]
+    # one sentence of overlap between neighbours
+    for a, b in zip(first_section, first_section[1:]):
+        assert b.start_char < a.end_char
+    expected_line = lines.index("短い段落。") + 1
+    assert chunks[-1].text == "短い段落。" and chunks[-1].start_line == chunks[-1].end_line == expected_line
+
+
+def test_a_huge_line_is_cut_at_token_boundaries(embedder: Embedder) -> None:
+    text = "あ" * 50_000 + "🍣" * 3000
+    chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens).chunk(extract(text, "text"))
+    assert "".join(c.text for c in chunks) == text
+    assert max(embedder.count_tokens([c.text for c in chunks])) <= MAX_TOKENS

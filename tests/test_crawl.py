@@ -1,0 +1,64 @@
+import os
+from pathlib import Path
+
+from oboyu.crawl import FileEntry, Skipped, crawl
+
+
+def write(path: Path, text: str = "text\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def found(root: Path, **kw) -> tuple[set[str], dict[str, str]]:
+    files, skipped = set(), {}
+    for item in crawl([root], **kw):
+        if isinstance(item, FileEntry):
+            files.add(item.path.relative_to(root).as_posix())
+        else:
+            assert isinstance(item, Skipped)
+            skipped[item.path.relative_to(root).as_posix()] = item.reason
+    return files, skipped
+
+
+def test_gitignore_nested_and_junk(tmp_path: Path) -> None:
+    write(tmp_path / ".gitignore", "*.log.md\nsecret/\n")
+    write(tmp_path / "keep.md")
+    write(tmp_path / "debug.log.md")
+    write(tmp_path / "secret" / "a.md")
+    write(tmp_path / "sub" / ".gitignore", "!important.log.md\ndrafts/\n")
+    write(tmp_path / "sub" / "important.log.md")
+    write(tmp_path / "sub" / "other.log.md")
+    write(tmp_path / "sub" / "drafts" / "d.md")
+    write(tmp_path / "sub" / "notes.txt")
+    write(tmp_path / ".hidden" / "h.md")
+    write(tmp_path / "node_modules" / "pkg" / "readme.md")
+    write(tmp_path / "__pycache__" / "x.py")
+    write(tmp_path / "image.png")
+    files, skipped = found(tmp_path)
+    assert files == {"keep.md", "sub/important.log.md", "sub/notes.txt"}
+    assert skipped == {"image.png": "unsupported file type"}
+
+
+def test_size_cap(tmp_path: Path) -> None:
+    write(tmp_path / "big.txt", "x" * 2000)
+    write(tmp_path / "small.txt")
+    files, skipped = found(tmp_path, max_bytes=1000)
+    assert files == {"small.txt"}
+    assert "size cap" in skipped["big.txt"]
+
+
+def test_symlinks_not_followed_unless_asked(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside / "o.md")
+    root = tmp_path / "root"
+    write(root / "a.md")
+    os.symlink(outside, root / "link")
+    os.symlink(root, root / "loop")
+    os.symlink(tmp_path / "missing.md", root / "broken.md")
+    files, skipped = found(root)
+    assert files == {"a.md"}
+    files, skipped = found(root, follow_symlinks=True)
+    assert files == {"a.md", "link/o.md"}
+    assert skipped["broken.md"] == "broken symlink"
+    assert "loop" in skipped["loop"]

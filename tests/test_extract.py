@@ -1,0 +1,71 @@
+from oboyu.extract import extract, file_type_for
+from pathlib import Path
+
+
+MARKDOWN = """---
+title: "会議メモ"
+tags: [a, b]
+---
+# 週次ミーティング
+
+今日の議題は三つ。
+二行目の段落。
+
+## 決定事項
+- 資料を作る
+
+```python
+# not a heading
+print(1)
+```
+
+Setext Heading
+--------------
+本文です。
+"""
+
+
+def test_markdown_structure() -> None:
+    doc = extract(MARKDOWN, "markdown")
+    assert doc.title == "会議メモ"
+    headings = [(b.heading_level, b.text, b.start_line) for b in doc.blocks if b.heading_level]
+    assert headings == [(1, "週次ミーティング", 5), (2, "決定事項", 10), (2, "Setext Heading", 18)]
+    code = [b for b in doc.blocks if b.kind == "code"]
+    assert len(code) == 1 and "# not a heading" in code[0].text
+    para = next(b for b in doc.blocks if b.text.startswith("今日"))
+    assert (para.start_line, para.end_line) == (7, 8)
+    for block in doc.blocks:
+        if block.kind != "heading":
+            assert doc.text[block.start_char : block.end_char] == block.text
+
+
+def test_markdown_title_falls_back_to_first_h1() -> None:
+    assert extract("intro\n\n# 見出し\n\nbody\n", "markdown").title == "見出し"
+
+
+def test_html_keeps_only_visible_text() -> None:
+    html = """<html><head><title>テスト</title><style>p { color: red }</style>
+<script>var secret = "do not index";</script></head>
+<body><h1>見出し</h1><p>最初の段落。<b>太字</b>も含む。</p>
+<noscript>no script text</noscript><p>second&nbsp;para &amp; more</p></body></html>"""
+    doc = extract(html, "html")
+    assert doc.title == "テスト"
+    joined = "\n".join(b.text for b in doc.blocks)
+    assert "secret" not in joined and "color" not in joined and "no script" not in joined
+    assert "最初の段落。太字も含む。" in joined
+    assert "second para & more" in joined
+    assert doc.blocks[0].heading_level == 1 and doc.blocks[0].start_line == 3
+
+
+def test_rst_headings_by_adornment() -> None:
+    rst = "=====\nTitle\n=====\n\nIntro.\n\nSection\n-------\nBody.\n\nSub\n~~~\nMore.\n"
+    doc = extract(rst, "rst")
+    assert [(b.heading_level, b.text) for b in doc.blocks if b.heading_level] == [(1, "Title"), (2, "Section"), (3, "Sub")]
+    assert doc.title == "Title"
+
+
+def test_file_types() -> None:
+    assert file_type_for(Path("a.MD")) == "markdown"
+    assert file_type_for(Path("a.htm")) == "html"
+    assert file_type_for(Path("a.py")) == "code"
+    assert file_type_for(Path("a.png")) is None
