@@ -95,9 +95,8 @@ def query(text: str, db: Path | None, k: int, as_json: bool) -> None:
     from .search import search
     from .store import Store
 
-    embedder = load_default_embedder(ProgressLine())
     with Store(db or default_db_path(), read_only=True) as store:
-        results = search(store, embedder, text, k)
+        results = search(store, load_default_embedder(ProgressLine()), text, k)
     out = click.get_text_stream("stdout")
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")

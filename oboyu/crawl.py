@@ -121,6 +121,10 @@ def _walk(
 def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) -> FileEntry | Skipped:
     if not stat.S_ISREG(info.st_mode):
         return Skipped(path, "not a regular file")
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return Skipped(path, "file name is not valid UTF-8")
     file_type = file_type_for(path)
     if file_type is None:
         return Skipped(path, "unsupported file type")

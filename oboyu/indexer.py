@@ -18,7 +18,7 @@ from .decoding import UndecodableError, decode
 from .embedding import Embedder
 from .extract import extract
 from .progress import ProgressLine, format_duration
-from .store import ChunkRecord, DocumentRecord, Store
+from .store import ChunkRecord, DocumentRecord, Store, StoredFile
 
 EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
 QUEUE_FILES = 64
@@ -84,8 +84,8 @@ class Indexer:
         started = time.perf_counter()
         stats = IndexStats()
         self.store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-        todo: list[tuple[FileEntry, bool]] = []
-        stored_seen: dict[str, object] = {}
+        # path -> (file, its stored record or None); by path, so overlapping roots list a file once
+        todo: dict[str, tuple[FileEntry, StoredFile | None]] = {}
         for root in roots:
             root = Path(os.path.abspath(root))
             stored = self.store.files_under(str(root))
@@ -100,27 +100,27 @@ class Indexer:
                 if previous is not None and previous.size == item.size and previous.mtime_ns == item.mtime_ns:
                     stats.unchanged += 1
                 else:
-                    stored_seen[key] = previous
-                    todo.append((item, previous is None))
+                    todo[key] = (item, previous)
             gone = [p for p in stored if p not in found]
             self.store.delete_paths(gone)
             stats.removed += len(gone)
-        self._process(todo, stored_seen, stats)
+        self._process(list(todo.values()), stats)
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _process(self, todo: list[tuple[FileEntry, bool]], stored: dict, stats: IndexStats) -> None:
+    def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
         total_bytes = sum(e.size for e, _ in todo) or 1
+        indexed_before = {str(e.path) for e, previous in todo if previous is not None}
         work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
         errors: list[BaseException] = []
         stop = threading.Event()
 
         def reader() -> None:
             try:
-                for entry, is_new in todo:
+                for entry, previous in todo:
                     if stop.is_set():
                         return
-                    work.put(self._prepare(entry, is_new, stored.get(str(entry.path))))
+                    work.put(self._prepare(entry, previous))
             except BaseException as exc:  # surfaced in the main thread
                 errors.append(exc)
             finally:
@@ -143,6 +143,9 @@ class Indexer:
                 elif isinstance(item, Skipped):
                     stats.skipped.append(item)
                     done_files += 1
+                    if str(item.path) in indexed_before:  # indexed before, unreadable now
+                        self.store.delete_paths([str(item.path)])
+                        stats.removed += 1
                 elif isinstance(item, _Touched):
                     self.store.update_file_stat(str(item.entry.path), item.entry.size, item.entry.mtime_ns)
                     stats.unchanged += 1
@@ -175,7 +178,7 @@ class Indexer:
         if errors:
             raise errors[0]
 
-    def _prepare(self, entry: FileEntry, is_new: bool, previous) -> _Prepared | _Touched | Skipped:
+    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | Skipped:
         path = entry.path
         try:
             with open(path, "rb") as handle:
@@ -199,7 +202,7 @@ class Indexer:
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
             encoding=decoded.encoding, file_type=entry.file_type, title=extracted.title,
         )
-        return _Prepared(entry, document, chunks, is_new)
+        return _Prepared(entry, document, chunks, is_new=previous is None)
 
     def _embed_and_store(self, prepared: list[_Prepared], stats: IndexStats) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]

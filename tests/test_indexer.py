@@ -1,0 +1,35 @@
+"""The indexer through the library API, on real files and a real DuckDB file."""
+
+from pathlib import Path
+
+from oboyu.embedding import Embedder
+from oboyu.indexer import Indexer
+from oboyu.store import Store
+
+
+def test_overlapping_roots_index_each_file_once(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "notes"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("# A\n\n最初のメモ。\n", encoding="utf-8")
+    (root / "sub" / "b.md").write_text("# B\n\n二つ目のメモ。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([root, root / "sub", root / "sub" / "b.md"])
+        assert stats.added == 2
+        assert store.counts() == (2, 2)
+        rows = store.con.execute("SELECT count(*), count(DISTINCT chunk_id) FROM embeddings").fetchone()
+        assert rows == (2, 2)
+
+
+def test_a_file_that_becomes_unreadable_leaves_the_index(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    note = root / "a.txt"
+    note.write_text("読めるメモ。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder).index([root])
+        assert store.counts() == (1, 1)
+        note.write_bytes(b"\x00binary now\x00")
+        stats = Indexer(store, embedder).index([root])
+        assert [s.reason for s in stats.skipped] == ["binary file"]
+        # the stale text must not stay searchable under a file that no longer holds it
+        assert store.counts()[1] == 0
