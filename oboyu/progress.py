@@ -8,7 +8,9 @@ from typing import TextIO
 
 
 def format_duration(seconds: float) -> str:
-    seconds = max(0, int(seconds + 0.5))
+    if seconds < 10:
+        return f"{max(0.0, seconds):.1f}s"
+    seconds = int(seconds + 0.5)
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:
@@ -22,7 +24,8 @@ class ProgressLine:
         self.enabled = enabled
         self.tty = self.stream.isatty()
         self.interval = interval if interval is not None else (0.2 if self.tty else 5.0)
-        self._last = 0.0
+        # on a terminal the line shows at once; in a log, the first line comes after one interval
+        self._last = 0.0 if self.tty else time.monotonic()
         self._width = 0
 
     def update(self, text: str, force: bool = False) -> None:

@@ -1,9 +1,11 @@
 """The indexer through the library API, on real files and a real DuckDB file."""
 
+import io
 from pathlib import Path
 
 from oboyu.embedding import Embedder
 from oboyu.indexer import Indexer
+from oboyu.progress import ProgressLine
 from oboyu.store import Store
 
 
@@ -33,3 +35,15 @@ def test_a_file_that_becomes_unreadable_leaves_the_index(tmp_path: Path, embedde
         assert [s.reason for s in stats.skipped] == ["binary file"]
         # the stale text must not stay searchable under a file that no longer holds it
         assert store.counts()[1] == 0
+
+
+def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(3):
+        (root / f"{i}.txt").write_text(f"メモ{i}。内容はそれぞれ違う。\n", encoding="utf-8")
+    stream = io.StringIO()
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert last.startswith("indexing 3/3 files · 3 chunks · ") and "chunks/s" in last and "ETA" in last
