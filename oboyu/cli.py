@@ -89,14 +89,20 @@ def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, 
 @_db_option
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Number of results.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
-def query(text: str, db: Path | None, k: int, as_json: bool) -> None:
+@click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only paths matching GLOB (`!GLOB` excludes); repeatable.")
+@click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
+@click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, or an age like 7d).")
+@click.option("--until", metavar="DATE", help="Only files modified before DATE.")
+def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
+          since: str | None, until: str | None) -> None:
     """Search the index."""
     from .engine import load_default_embedder
-    from .search import search
+    from .search import make_filters, search
     from .store import Store
 
+    filters = make_filters(paths, types, since, until)
     with Store(db or default_db_path(), read_only=True) as store:
-        results = search(store, load_default_embedder(ProgressLine()), text, k)
+        results = search(store, load_default_embedder(ProgressLine()), text, k, filters)
     out = click.get_text_stream("stdout")
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
@@ -140,6 +146,24 @@ def status(db: Path | None, as_json: bool) -> None:
         return
     for key, value in info.items():
         click.echo(f"{key:>10}: {value}")
+
+
+@cli.command()
+@_db_option
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port for --http.")
+@click.option("--allow-index", is_flag=True, help="Offer an `index` tool, limited to folders already indexed.")
+def mcp(db: Path | None, http: bool, port: int, allow_index: bool) -> None:
+    """Serve the index to AI assistants over the Model Context Protocol."""
+    from .engine import load_default_embedder
+    from .mcp_server import OboyuTools, serve
+
+    path = db or default_db_path()
+    if not path.exists():
+        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    # progress to stderr only: on stdio, stdout carries the protocol
+    tools = OboyuTools(path, load_default_embedder(ProgressLine()), allow_index)
+    serve(tools, http=http, port=port)
 
 
 def main() -> None:

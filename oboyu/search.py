@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
 from .chunking import split_sentences
 from .embedding import Embedder
 from .errors import OboyuError
-from .store import Store
+from .store import Filters, Store
 
 SNIPPET_CHARS = 200
 
@@ -30,7 +33,7 @@ class Result:
         return asdict(self)
 
 
-def search(store: Store, embedder: Embedder, query: str, k: int = 10) -> list[Result]:
+def search(store: Store, embedder: Embedder, query: str, k: int = 10, filters: Filters | None = None) -> list[Result]:
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
@@ -44,7 +47,7 @@ def search(store: Store, embedder: Embedder, query: str, k: int = 10) -> list[Re
             "run `oboyu index` again to re-embed it"
         )
     vector = embedder.embed_queries([query])[0]
-    hits = store.search(vector, k)
+    hits = store.search(vector, k, filters)
     return [
         Result(
             rank=i + 1,
@@ -59,6 +62,34 @@ def search(store: Store, embedder: Embedder, query: str, k: int = 10) -> list[Re
         )
         for i, hit in enumerate(hits)
     ]
+
+
+def make_filters(
+    paths: Iterable[str] = (), types: str | Iterable[str] | None = None, since: str | None = None, until: str | None = None
+) -> Filters:
+    """Filters from command-line style values: globs, `md,txt`, and dates (`2026-01-31`,
+    an ISO time, or an age such as `7d` / `12h`)."""
+    if isinstance(types, str):
+        types = [t for t in (part.strip() for part in types.split(",")) if t]
+    return Filters(
+        path_globs=tuple(p for p in paths if p),
+        types=tuple(types or ()),
+        since_ns=parse_time(since) if since else None,
+        until_ns=parse_time(until) if until else None,
+    )
+
+
+def parse_time(value: str) -> int:
+    """A date, an ISO time or an age (`30m`, `12h`, `7d`, `2w`) as nanoseconds since the epoch."""
+    age = re.fullmatch(r"(\d+)\s*([mhdw])", value.strip())
+    if age:
+        seconds = int(age.group(1)) * {"m": 60, "h": 3600, "d": 86400, "w": 604800}[age.group(2)]
+        return int((time.time() - seconds) * 1e9)
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise OboyuError(f"not a date: {value!r} (use 2026-01-31, 2026-01-31T09:00 or an age like 7d)") from None
+    return int(moment.timestamp() * 1e9)
 
 
 def _grams(text: str) -> set[str]:

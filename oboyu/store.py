@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from .errors import OboyuError
+from .errors import IndexBusyError, OboyuError
 
 SCHEMA_VERSION = 1
 
@@ -66,6 +66,45 @@ class StoredFile:
     sha256: str
 
 
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions applied before ranking. A glob without a leading `/` matches anywhere below
+    a folder (`*.md`, `notes/*`); one starting with `!` excludes."""
+
+    path_globs: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()  # extensions (md, txt) or file types (markdown, html, code)
+    since_ns: int | None = None  # file modification time, nanoseconds since the epoch
+    until_ns: int | None = None
+
+    def sql(self) -> tuple[str, list]:
+        clauses, params = [], []
+        includes = [g for g in self.path_globs if not g.startswith("!")]
+        excludes = [g[1:] for g in self.path_globs if g.startswith("!")]
+        if includes:
+            clauses.append("(" + " OR ".join("d.path GLOB ?" for _ in includes) + ")")
+            params += [_anchor(g) for g in includes]
+        for glob in excludes:
+            clauses.append("NOT d.path GLOB ?")
+            params.append(_anchor(glob))
+        if self.types:
+            types = [t.lower().lstrip(".") for t in self.types]
+            clauses.append(
+                "(list_contains(?, d.file_type) OR list_contains(?, lower(regexp_extract(d.path, '\\.([^./]+)$', 1))))"
+            )
+            params += [types, types]
+        if self.since_ns is not None:
+            clauses.append("d.mtime_ns >= ?")
+            params.append(self.since_ns)
+        if self.until_ns is not None:
+            clauses.append("d.mtime_ns < ?")
+            params.append(self.until_ns)
+        return (" AND ".join(clauses) or "TRUE"), params
+
+
+def _anchor(glob: str) -> str:
+    return glob if glob.startswith("/") else "*/" + glob
+
+
 @dataclass
 class SearchHit:
     chunk_id: str
@@ -89,7 +128,7 @@ class Store:
             self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
-                raise OboyuError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
+                raise IndexBusyError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         except duckdb.Error as exc:
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
@@ -261,28 +300,47 @@ class Store:
 
     # --- search and status -----------------------------------------------------------------
 
-    def search(self, query_vector: np.ndarray, k: int) -> list[SearchHit]:
-        """Exact cosine search (vectors are L2-normalised, so the inner product is the cosine)."""
+    def search(self, query_vector: np.ndarray, k: int, filters: Filters | None = None) -> list[SearchHit]:
+        """Exact cosine search (vectors are L2-normalised, so the inner product is the cosine),
+        over the chunks that pass the filters."""
         dim = int(self.get_meta("dimensions") or 0)
         if dim == 0:
             return []
         if query_vector.shape[-1] != dim:
             raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
+        where, params = (filters or Filters()).sql()
         # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
         literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
+        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.document_id"
         rows = self.con.execute(
             f"""
             WITH top AS (
-                SELECT chunk_id, array_inner_product(vector, {literal}) AS score
-                FROM embeddings ORDER BY score DESC LIMIT $k
+                SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
+                FROM embeddings e {join} WHERE {where}
+                ORDER BY score DESC LIMIT ?
             )
             SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, top.score
             FROM top JOIN chunks c ON c.id = top.chunk_id JOIN documents d ON d.id = c.document_id
             ORDER BY top.score DESC, d.path, c.ordinal
             """,
-            {"k": int(k)},
+            [*params, int(k)],
         ).fetchall()
         return [SearchHit(*row) for row in rows]
+
+    def roots(self) -> list[tuple[str, int, int, object]]:
+        """Indexed folders: (root, documents, chunks, last update)."""
+        return self.con.execute(
+            """
+            SELECT d.root, count(DISTINCT d.id), count(c.id), max(d.indexed_at)
+            FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
+            GROUP BY d.root ORDER BY d.root
+            """
+        ).fetchall()
+
+    def has_document(self, path: str) -> tuple[str, str] | None:
+        """(root, file type) of an indexed file, or None."""
+        row = self.con.execute("SELECT root, file_type FROM documents WHERE path = ?", [path]).fetchone()
+        return (row[0], row[1]) if row else None
 
     def counts(self) -> tuple[int, int]:
         docs = self.con.execute("SELECT count(*) FROM documents").fetchone()[0]
@@ -303,3 +361,15 @@ def file_bytes(path: Path) -> int:
         except OSError:
             pass
     return total
+
+
+def open_for_reading(path: Path, wait_seconds: float = 3.0) -> Store:
+    """A read-only Store, waiting up to `wait_seconds` while an indexer holds the file."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return Store(path, read_only=True)
+        except IndexBusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)

@@ -1,0 +1,24 @@
+"""Nothing leaves the machine: embedding writes nothing outside oboyu's own directories."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_embedding_writes_nothing_to_home(tmp_path: Path, model_dir: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (
+        "from pathlib import Path; import sys\n"
+        "from oboyu.embedding import Embedder\n"
+        "print(Embedder(Path(sys.argv[1])).embed_queries(['会議の議事録']).shape)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(model_dir)],
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "TMPDIR": str(home)},
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(1, 384)"
+    # onnxruntime's telemetry would leave ~/.cache/Microsoft/... and ~/.ses here
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
