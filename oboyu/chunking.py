@@ -12,10 +12,13 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .extract import Block, Extracted
+from .extract import LINE_BREAK, Block, Extracted
 
 TARGET_TOKENS = 256
-MAX_TOKENS = 480  # hard cap per chunk, below the model's 512 with prefix and special tokens
+# hard cap per chunk: with the prefix, special tokens and up to CONTEXT_CHARS of title and
+# heading path (about a token a character at worst) it stays within the model's 512
+MAX_TOKENS = 440
+CONTEXT_CHARS = 60
 CountTokens = Callable[[Sequence[str]], list[int]]
 SplitTokens = Callable[[str, int], list[tuple[int, int]]]
 
@@ -101,10 +104,11 @@ class Chunker:
         self.max = max_tokens
 
     def chunk(self, doc: Extracted) -> list[Chunk]:
-        newlines = [i for i, ch in enumerate(doc.text) if ch == "\n"]
+        breaks = [m.start() for m in LINE_BREAK.finditer(doc.text)]
 
         def line_of(offset: int) -> int:
-            return bisect.bisect_right(newlines, offset) + 1
+            """1-based line of the character at `offset` (\r\n, \r and \n end lines)."""
+            return bisect.bisect_left(breaks, offset) + 1
 
         sections: list[tuple[str, list[_Unit]]] = []
         path: list[tuple[int, str]] = []
@@ -116,7 +120,7 @@ class Chunker:
                     units = []
                 path = [p for p in path if p[0] < block.heading_level] + [(block.heading_level, block.text)]
                 continue
-            units.extend(self._units(block, doc.text, line_of))
+            units.extend(self._units(block, line_of))
         if units:
             sections.append((_heading_path(path), units))
 
@@ -141,7 +145,7 @@ class Chunker:
                 )
         return chunks
 
-    def _units(self, block: Block, text: str, line_of: Callable[[int], int]) -> list[_Unit]:
+    def _units(self, block: Block, line_of: Callable[[int], int]) -> list[_Unit]:
         spans = [(0, len(block.text))] if block.kind == "code" else split_sentences(block.text)
         units = []
         for s, e in spans:
@@ -160,7 +164,7 @@ class Chunker:
                 out.append(unit)
                 continue
             body = text[unit.start : unit.end]
-            pieces = _line_spans(body) if "\n" in body else []
+            pieces = _line_spans(body)
             if len(pieces) < 2:
                 pieces = self.split_tokens(body, self.max)
             counts = self.count_tokens([body[s:e] for s, e in pieces])
@@ -193,13 +197,15 @@ class Chunker:
 
 
 def _line_spans(body: str) -> list[tuple[int, int]]:
+    """Spans of the non-blank lines of `body`, outer whitespace excluded."""
     spans, pos = [], 0
-    for line in body.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped:
+    for match in [*LINE_BREAK.finditer(body), None]:
+        end = match.start() if match else len(body)
+        line = body[pos:end]
+        if line.strip():
             lead = len(line) - len(line.lstrip())
-            spans.append((pos + lead, pos + lead + len(stripped)))
-        pos += len(line)
+            spans.append((pos + lead, pos + lead + len(line.strip())))
+        pos = match.end() if match else len(body)
     return spans
 
 

@@ -39,10 +39,9 @@ def _colour(stream) -> bool:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="oboyu")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(debug: bool) -> None:
     """oboyu (覚ゆ): semantic search over your own documents, offline."""
-    ctx.obj = {"debug": debug}
+    # --debug is read by main(), which must know it before any command runs
 
 
 @cli.command()
@@ -57,12 +56,12 @@ def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, 
     from .indexer import Indexer
     from .store import Store
 
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise OboyuError(f"no such file or folder: {missing[0]}")
     progress = ProgressLine(enabled=not quiet)
-    embedder = load_default_embedder(progress)
     with Store(db or default_db_path()) as store:
+        for path in paths:  # a path that is gone is fine when it was indexed: its rows go
+            if not path.exists() and not store.files_under(os.path.abspath(path)):
+                raise OboyuError(f"no such file or folder: {path}")
+        embedder = load_default_embedder(progress)
         stats = Indexer(store, embedder, progress, follow_symlinks=follow_symlinks).index(list(paths))
     if quiet:
         return
@@ -172,8 +171,12 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+        click.echo(f"oboyu: error: {exc.format_message()}{hint}", err=True)
+        sys.exit(EXIT_ERROR)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"oboyu: error: {exc.format_message()}", err=True)
         sys.exit(EXIT_ERROR)
     except click.exceptions.Abort:
         click.echo("oboyu: interrupted", err=True)

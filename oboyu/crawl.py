@@ -51,6 +51,21 @@ class _IgnoreRules:
             return self
         return _IgnoreRules(self.layers + ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),))
 
+    @classmethod
+    def above(cls, root: Path) -> _IgnoreRules:
+        """Rules of the .gitignore files above `root` inside its git repository, if any."""
+        parents = []
+        for folder in root.parents:
+            parents.append(folder)
+            if (folder / ".git").exists():
+                break
+        else:
+            return cls()
+        rules = cls()
+        for folder in reversed(parents):
+            rules = rules.descend(folder)
+        return rules
+
     def ignored(self, path: Path, is_dir: bool) -> bool:
         for base, spec in reversed(self.layers):
             rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
@@ -72,21 +87,23 @@ def crawl(
             yield Skipped(root, f"cannot read: {exc.strerror or exc}")
             continue
         if stat.S_ISDIR(info.st_mode):
-            yield from _walk(root, root, _IgnoreRules().descend(root), follow_symlinks, max_bytes, set())
+            rules = _IgnoreRules.above(root).descend(root)
+            yield from _walk(root, root, rules, follow_symlinks, max_bytes, set(), set())
         else:
-            yield _check_file(root, root.parent, info, max_bytes)
+            yield _check_file(root, root, info, max_bytes)  # a file given by name is its own root
 
 
 def _walk(
-    folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int, seen: set[tuple[int, int]]
+    folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
+    seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
 ) -> Iterator[FileEntry | Skipped]:
     try:
         folder_stat = folder.stat()
         key = (folder_stat.st_dev, folder_stat.st_ino)
-        if key in seen:  # a symlink loop, or the same folder reached twice
-            yield Skipped(folder, "folder already visited (symlink loop)")
+        if key in seen_dirs:  # a symlink loop, or a folder linked from elsewhere in the tree
+            yield Skipped(folder, "folder already visited through another path (symlink)")
             return
-        seen.add(key)
+        seen_dirs.add(key)
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
         yield Skipped(folder, f"cannot read folder: {exc.strerror or exc}")
@@ -108,13 +125,19 @@ def _walk(
         if is_dir:
             if entry.name in JUNK_DIRS or entry.name.endswith(".egg-info"):
                 continue
-            yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen)
+            yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
             continue
         try:
             info = entry.stat()
         except OSError as exc:
             yield Skipped(path, "broken symlink" if is_link else f"cannot read: {exc.strerror or exc}")
             continue
+        if follow:  # with links followed, one file may be reached by several paths
+            key = (info.st_dev, info.st_ino)
+            if key in seen_files:
+                yield Skipped(path, "same file as another path (symlink)")
+                continue
+            seen_files.add(key)
         yield _check_file(path, root, info, max_bytes)
 
 
@@ -129,5 +152,9 @@ def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) ->
     if file_type is None:
         return Skipped(path, "unsupported file type")
     if info.st_size > max_bytes:
-        return Skipped(path, f"larger than the {max_bytes // (1024 * 1024)} MB size cap")
+        return Skipped(path, size_cap_reason(max_bytes))
     return FileEntry(path, root, info.st_size, info.st_mtime_ns, file_type)
+
+
+def size_cap_reason(max_bytes: int) -> str:
+    return f"larger than the {max_bytes / (1024 * 1024):g} MB size cap"

@@ -20,9 +20,10 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-_JAPANESE_LEGACY = ("cp932", "euc_jis_2004", "euc_jp")
-MIN_JAPANESE_SCORE = 0.1  # below it the bytes are more likely another legacy encoding
-_ISO2022_ESCAPES = (b"\x1b$B", b"\x1b$@", b"\x1b(J", b"\x1b(B", b"\x1b$(D", b"\x1b(I")
+_JAPANESE_LEGACY = ("cp932", "euc_jp", "euc_jis_2004")  # on a tie the first wins
+MIN_JAPANESE_SCORE = 0.4  # per non-ASCII character; below it, more likely another encoding
+MAX_INVALID_UTF8 = 0.001  # share of bad bytes a UTF-8 file may have (a truncated last character)
+_ISO2022_KANJI_IN = (b"\x1b$B", b"\x1b$@", b"\x1b$(D", b"\x1b$(Q")
 
 
 class UndecodableError(OboyuError):
@@ -43,8 +44,8 @@ def decode(data: bytes) -> Decoded:
                 return Decoded(data[len(bom) :].decode(name.replace("-sig", "")), name)
             except UnicodeDecodeError as exc:
                 raise UndecodableError(f"invalid {name} after its byte-order mark") from exc
-    # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its escapes first
-    if b"\x1b" in data and any(esc in data for esc in _ISO2022_ESCAPES) and max(data) < 0x80:
+    # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its kanji-in escapes first
+    if b"\x1b$" in data and any(esc in data for esc in _ISO2022_KANJI_IN) and max(data) < 0x80:
         try:
             return Decoded(data.decode("iso2022_jp_ext"), "iso2022_jp")
         except UnicodeDecodeError:
@@ -56,7 +57,35 @@ def decode(data: bytes) -> Decoded:
     best = _best_japanese(data)
     if best is not None:
         return best
+    for guess in (_mostly_utf8, _western):
+        found = guess(data)
+        if found is not None:
+            return found
     return _detect(data)
+
+
+def _western(data: bytes) -> Decoded | None:
+    """cp1252 (a superset of Latin-1) when the text is mostly ASCII letters with some accented
+    ones, as in French or German; short samples defeat statistical detectors."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    letters = [ch for ch in text if ch.isalpha()]
+    accented = sum(1 for ch in letters if "\u00c0" <= ch <= "\u00ff")
+    other = sum(1 for ch in text if ord(ch) >= 0x80 and not ("\u00a0" <= ch <= "\u00ff" or ch in "’‘“”–—…€"))
+    if letters and other == 0 and accented <= 0.3 * len(letters):
+        return Decoded(text, "cp1252")
+    return None
+
+
+def _mostly_utf8(data: bytes) -> Decoded | None:
+    """UTF-8 with a few bad bytes (a cut-off last character, a stray byte): keep the text."""
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+    if bad <= max(1, len(data) * MAX_INVALID_UTF8):
+        return Decoded(text, "utf-8 (invalid bytes replaced)")
+    return None
 
 
 def _best_japanese(data: bytes) -> Decoded | None:
@@ -72,33 +101,34 @@ def _best_japanese(data: bytes) -> Decoded | None:
     score, name, text = max(candidates, key=lambda c: c[0])
     if score < MIN_JAPANESE_SCORE:
         return None
-    # cp932 and euc_jp are supersets of shift_jis and of the JIS X 0208 part of euc_jis_2004
-    label = {"euc_jis_2004": "euc_jp"}.get(name, name)
-    return Decoded(text, label)
+    return Decoded(text, name)
 
 
 def japanese_score(text: str) -> float:
-    """How much a text looks like ordinary Japanese, per character (higher is better)."""
-    if not text:
-        return 0.0
-    score = 0.0
+    """How much a text's non-ASCII characters look like ordinary Japanese, per character
+    (1 for kana; negative for mojibake). ASCII is evidence of nothing, except control codes."""
+    score, counted = 0.0, 0
     for ch in text:
         cp = ord(ch)
         if cp < 0x80:
-            score += 0.2 if ch.isprintable() or ch in "\t\r\n" else -1.0
-        elif 0x3040 <= cp <= 0x309F or 0x30A0 <= cp <= 0x30FF:  # hiragana, katakana
+            if not (ch.isprintable() or ch in "\t\r\n\x0c"):
+                score -= 1.0
+                counted += 1
+            continue
+        counted += 1
+        if 0x3040 <= cp <= 0x309F or 0x30A0 <= cp <= 0x30FF:  # hiragana, katakana
             score += 1.0
         elif 0x3000 <= cp <= 0x303F or 0xFF01 <= cp <= 0xFF60:  # CJK punctuation, full-width forms
             score += 0.8
         elif 0x4E00 <= cp <= 0x9FFF:
             score += 0.9 if _is_common_kanji(ch) else -0.3
-        elif 0xFF61 <= cp <= 0xFF9F:  # half-width katakana: legitimate but rare, typical of mojibake
-            score -= 0.2
+        elif 0xFF61 <= cp <= 0xFF9F:  # half-width katakana: legitimate, but also typical of mojibake
+            score += 0.3
         elif 0xE000 <= cp <= 0xF8FF or 0x80 <= cp <= 0x9F:  # private use, C1 controls
             score -= 2.0
         else:
             score -= 0.2
-    return score / len(text)
+    return score / counted if counted else 0.0
 
 
 def _is_common_kanji(ch: str) -> bool:

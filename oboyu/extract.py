@@ -70,13 +70,28 @@ def extract(text: str, file_type: str) -> Extracted:
     return Extracted(text, _paragraphs(text, 0, _lines_with_offsets(text), kind="code" if file_type == "code" else "text"))
 
 
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what editors count as lines (not \f, \x85, \u2028)
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text, as line numbers in results count them."""
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:
-    """(offset, line without its newline) for every line."""
+    """(offset, line without its line break) for every line."""
     out, pos = [], 0
-    for line in text.splitlines(keepends=True):
-        out.append((pos, line.rstrip("\r\n")))
-        pos += len(line)
+    for match in LINE_BREAK.finditer(text):
+        out.append((pos, text[pos : match.start()]))
+        pos = match.end()
+    if pos < len(text):
+        out.append((pos, text[pos:]))
     return out
+
+
+def _first_h1(blocks: list[Block]) -> str | None:
+    return next((b.text for b in blocks if b.heading_level == 1), None)
 
 
 def _block(text: str, lines: list[tuple[int, str]], first: int, last: int, **kw) -> Block:
@@ -108,6 +123,8 @@ def _paragraphs(text: str, begin: int, lines: list[tuple[int, str]], kind: str =
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_RULE = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
+_YAML_KEY = re.compile(r"^[\w-]+\s*:")
 _TITLE = re.compile(r"""^title\s*:\s*(?P<q>["']?)(?P<title>.*?)(?P=q)\s*$""", re.IGNORECASE)
 
 
@@ -115,9 +132,9 @@ def _markdown(text: str) -> Extracted:
     lines = _lines_with_offsets(text)
     doc = Extracted(text)
     i = 0
-    if lines and lines[0][1].strip() == "---":  # YAML front matter
+    if lines and lines[0][1].strip() == "---":  # YAML front matter (not a leading rule)
         for j in range(1, len(lines)):
-            if lines[j][1].strip() in ("---", "..."):
+            if lines[j][1].strip() in ("---", "...") and j > 1 and _YAML_KEY.match(lines[1][1]):
                 for _, line in lines[1:j]:
                     match = _TITLE.match(line)
                     if match and doc.title is None:
@@ -138,8 +155,8 @@ def _markdown(text: str) -> Extracted:
         if fence:
             flush(i - 1)
             marker = fence.group(1)
-            j = i + 1
-            while j < len(lines) and not lines[j][1].lstrip().startswith(marker):
+            j = i + 1  # a closing fence is the marker (or longer) alone on its line
+            while j < len(lines) and not re.fullmatch(rf" {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}\s*", lines[j][1]):
                 j += 1
             last = min(j, len(lines) - 1)
             doc.blocks.append(_block(text, lines, i, last, kind="code"))
@@ -157,6 +174,9 @@ def _markdown(text: str) -> Extracted:
             para_first = None
             i += 1
             continue
+        if _RULE.match(line) and para_first is None:  # a thematic break separates, holds no text
+            i += 1
+            continue
         if line.strip():
             if para_first is None:
                 para_first = i
@@ -165,7 +185,7 @@ def _markdown(text: str) -> Extracted:
         i += 1
     flush(len(lines) - 1)
     if doc.title is None:
-        doc.title = next((b.text for b in doc.blocks if b.heading_level == 1), None)
+        doc.title = _first_h1(doc.blocks)
     return doc
 
 
@@ -204,18 +224,18 @@ def _rst(text: str) -> Extracted:
         skip_until = last
         para_start = last + 1
     doc.blocks.extend(_paragraphs(text, para_start, lines))
-    doc.title = next((b.text for b in doc.blocks if b.heading_level == 1), None)
+    doc.title = _first_h1(doc.blocks)
     return doc
 
 
-_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
+# <head> is not skipped as a whole: its end tag is optional, and its only text is the <title>
+_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas"}
 _HTML_BLOCK = {
     "p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "li", "ul", "ol",
     "table", "tr", "td", "th", "thead", "tbody", "br", "pre", "blockquote", "dl", "dt", "dd",
     "figure", "figcaption", "hr", "form", "fieldset", "details", "summary", "caption", "address",
     "h1", "h2", "h3", "h4", "h5", "h6", "body", "html",
 }
-_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"}
 
 
 class _VisibleText(HTMLParser):
@@ -228,12 +248,13 @@ class _VisibleText(HTMLParser):
         self.pre_depth = 0
         self.heading = 0
         self.title: str | None = None
-        self.in_title = False
+        self.title_parts: list[str] | None = None  # collecting the document's <title>
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "title":
-            self.in_title = True
-        if tag in _HTML_SKIP and tag not in _VOID:
+        if tag == "title" and not self.skip_depth and self.title is None:
+            self.title_parts = []
+            return
+        if tag in _HTML_SKIP:
             self.skip_depth += 1
             return
         if tag in _HTML_BLOCK:
@@ -244,8 +265,10 @@ class _VisibleText(HTMLParser):
             self.heading = int(tag[1])
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self.in_title = False
+        if tag == "title" and self.title_parts is not None:
+            self.title = re.sub(r"\s+", " ", "".join(self.title_parts)).strip() or None
+            self.title_parts = None
+            return
         if tag in _HTML_SKIP:
             self.skip_depth = max(0, self.skip_depth - 1)
             return
@@ -257,8 +280,9 @@ class _VisibleText(HTMLParser):
             self.heading = 0
 
     def handle_data(self, data: str) -> None:
-        if self.in_title:
-            self.title = ((self.title or "") + data).strip() or None
+        if self.title_parts is not None:
+            self.title_parts.append(data)
+            return
         if self.skip_depth:
             return
         if not self.parts:
@@ -288,7 +312,4 @@ def _html(source: str) -> Extracted:
         blocks.append(Block(body, pos, pos + len(body), first, last, level, kind, exact=False))
         pieces.append(body)
         pos += len(body) + 2
-    doc = Extracted("\n\n".join(pieces), blocks, parser.title)
-    if doc.title is None:
-        doc.title = next((b.text for b in blocks if b.heading_level == 1), None)
-    return doc
+    return Extracted("\n\n".join(pieces), blocks, parser.title or _first_h1(blocks))

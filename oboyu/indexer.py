@@ -1,5 +1,6 @@
-"""Indexing: crawl, read, decode, extract and chunk in a reader thread; embed and store in the
-main one, several files per batch so the model sees full, length-sorted batches."""
+"""Indexing: crawl and compare with the index, then read, decode, extract and chunk in a reader
+thread while the main thread embeds and stores, several files per batch so the model sees full,
+length-sorted batches. A file that fails anywhere before storing is skipped with its reason."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .chunking import Chunk, Chunker
-from .crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl
+from .chunking import CONTEXT_CHARS, Chunk, Chunker
+from .crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl, size_cap_reason
 from .decoding import UndecodableError, decode
 from .embedding import Embedder
 from .extract import extract
@@ -56,16 +57,19 @@ def chunk_id(path: str, chunk: Chunk) -> str:
 
 
 def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
-    """What the model reads for a chunk: its title and heading path, then its text."""
+    """What the model reads for a chunk: its title and heading path (cut to CONTEXT_CHARS, which
+    chunk sizes leave room for), then its text."""
     context = chunk.heading
     if document.title and not context.startswith(document.title):
         context = f"{document.title} > {context}" if context else document.title
+    if len(context) > CONTEXT_CHARS:
+        context = context[: CONTEXT_CHARS - 1] + "…"
     return f"{context}\n{chunk.text}" if context else chunk.text
 
 
 def looks_binary(data: bytes) -> bool:
     head = data[:8192]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf")):
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
         return False
     return b"\x00" in head
 
@@ -84,27 +88,30 @@ class Indexer:
         started = time.perf_counter()
         stats = IndexStats()
         self.store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-        # path -> (file, its stored record or None); by path, so overlapping roots list a file once
-        todo: dict[str, tuple[FileEntry, StoredFile | None]] = {}
+        roots = list(dict.fromkeys(Path(os.path.abspath(r)) for r in roots))
+        found: dict[str, FileEntry] = {}  # by path, so overlapping roots list a file once
+        skipped: dict[str, Skipped] = {}
+        for item in crawl(roots, self.follow_symlinks, self.max_bytes):
+            if isinstance(item, Skipped):
+                skipped.setdefault(str(item.path), item)
+            else:
+                found.setdefault(str(item.path), item)
+        stats.skipped.extend(skipped.values())
+        stored: dict[str, StoredFile] = {}
         for root in roots:
-            root = Path(os.path.abspath(root))
-            stored = self.store.files_under(str(root))
-            found: set[str] = set()
-            for item in crawl([root], self.follow_symlinks, self.max_bytes):
-                if isinstance(item, Skipped):
-                    stats.skipped.append(item)
-                    continue
-                key = str(item.path)
-                found.add(key)
-                previous = stored.get(key)
-                if previous is not None and previous.size == item.size and previous.mtime_ns == item.mtime_ns:
-                    stats.unchanged += 1
-                else:
-                    todo[key] = (item, previous)
-            gone = [p for p in stored if p not in found]
-            self.store.delete_paths(gone)
-            stats.removed += len(gone)
-        self._process(list(todo.values()), stats)
+            stored.update(self.store.files_under(str(root)))
+        # files indexed before under these roots that are gone, now ignored or now skipped
+        gone = [path for path in stored if path not in found]
+        self.store.delete_paths(gone)
+        stats.removed += len(gone)
+        todo: list[tuple[FileEntry, StoredFile | None]] = []
+        for path, entry in found.items():
+            previous = stored.get(path)
+            if previous is not None and (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
+                stats.unchanged += 1
+            else:
+                todo.append((entry, previous))
+        self._process(todo, stats)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -188,7 +195,7 @@ class Indexer:
         except OSError as exc:
             return Skipped(path, f"cannot read: {exc.strerror or exc}")
         if len(data) > self.max_bytes:
-            return Skipped(path, f"larger than the {self.max_bytes // (1024 * 1024)} MB size cap")
+            return Skipped(path, size_cap_reason(self.max_bytes))
         sha = hashlib.sha256(data).hexdigest()
         if previous is not None and previous.sha256 == sha:
             return _Touched(entry)
@@ -198,8 +205,11 @@ class Indexer:
             decoded = decode(data)
         except UndecodableError as exc:
             return Skipped(path, f"cannot decode: {exc}")
-        extracted = extract(decoded.text, entry.file_type)
-        chunks = self.chunker.chunk(extracted)
+        try:
+            extracted = extract(decoded.text, entry.file_type)
+            chunks = self.chunker.chunk(extracted)
+        except Exception as exc:  # one malformed file must not stop the run
+            return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
         document = DocumentRecord(
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
             encoding=decoded.encoding, file_type=entry.file_type, title=extracted.title,

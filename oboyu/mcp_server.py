@@ -1,7 +1,7 @@
 """`oboyu mcp`: a Model Context Protocol server so AI assistants can search the index.
 
 Tools: `search`, `read` and `status`; `index` only with `--allow-index`, and only inside folders
-already indexed. Nothing here deletes anything. `read` serves only files that are in the index
+already indexed (it updates the index; no tool deletes or changes a file). `read` serves only files that are in the index
 and whose real path (symlinks and `..` resolved) lies inside the real path of their root. The
 index is opened per call, read-only, so `oboyu index` can run between calls. The HTTP transport
 binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
@@ -16,6 +16,7 @@ from typing import Any
 
 from .decoding import UndecodableError, decode
 from .embedding import Embedder
+from .extract import split_lines
 from .errors import OboyuError
 from .search import make_filters, search
 from .store import Store, open_for_reading
@@ -68,7 +69,7 @@ class OboyuTools:
         if len(data) > MAX_READ_FILE_BYTES:
             raise RefusedError("file is larger than the read limit")
         try:
-            lines = decode(data).text.splitlines()
+            lines = split_lines(decode(data).text)
         except UndecodableError as exc:
             raise RefusedError(f"cannot decode {path}: {exc}") from exc
         first = max(1, start_line or 1)
@@ -103,8 +104,12 @@ class OboyuTools:
         target = self._checked_path(path)
         with open_for_reading(self.db_path) as store:
             roots = [os.path.realpath(r[0]) for r in store.roots()]
-        if not any(_inside(os.path.realpath(target), root) for root in roots):
+        real = os.path.realpath(target)
+        root = next((r for r in roots if _inside(real, r)), None)
+        if root is None:
             raise RefusedError("only folders inside an indexed root can be indexed from here")
+        if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
+            raise RefusedError("hidden folders are not indexed")
         with Store(self.db_path) as store:
             stats = Indexer(store, self.embedder).index([Path(target)])
         return {"added": stats.added, "changed": stats.changed, "removed": stats.removed,

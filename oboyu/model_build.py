@@ -51,6 +51,8 @@ def ensure_default_model(progress: Progress | None = None, root: Path | None = N
     with _build_lock(final.parent / ".build.lock"):
         if (final / MANIFEST).is_file():  # another process built it while we waited
             return final
+        for stale in final.parent.glob(".build-*"):  # left by a killed build: we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
         build_default_model(final, progress or (lambda _msg: None))
     return final
 

@@ -8,8 +8,10 @@ parameter binding costs milliseconds per FLOAT[384] list; a registered array cos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +62,6 @@ class ChunkRecord:
 
 @dataclass
 class StoredFile:
-    id: int
     size: int
     mtime_ns: int
     sha256: str
@@ -160,10 +161,9 @@ class Store:
             raise OboyuError(f"{self.path} is not an oboyu index")
         if tables:
             raise OboyuError(f"{self.path} is a DuckDB file but not an oboyu index")
-        self.con.execute("BEGIN")
-        self.con.execute(_SCHEMA)
-        self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        self.con.execute("COMMIT")
+        with self._transaction():
+            self.con.execute(_SCHEMA)
+            self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
     def get_meta(self, key: str) -> str | None:
         row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
@@ -174,13 +174,22 @@ class Store:
         current = self.get_meta("model_id")
         if current == model_id:
             return
+        with self._transaction():
+            self.con.execute("DROP TABLE IF EXISTS embeddings")
+            self.con.execute(f"CREATE TABLE embeddings (chunk_id VARCHAR, vector FLOAT[{int(dimensions)}])")
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?), ('dimensions', ?)", [model_id, str(dimensions)])
+            if current is not None:  # every document must be embedded again
+                self.con.execute("DELETE FROM chunks")
+                self.con.execute("DELETE FROM documents")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
         self.con.execute("BEGIN")
-        self.con.execute("DROP TABLE IF EXISTS embeddings")
-        self.con.execute(f"CREATE TABLE embeddings (chunk_id VARCHAR, vector FLOAT[{int(dimensions)}])")
-        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?), ('dimensions', ?)", [model_id, str(dimensions)])
-        if current is not None:  # every document must be embedded again
-            self.con.execute("DELETE FROM chunks")
-            self.con.execute("DELETE FROM documents")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
         self.con.execute("COMMIT")
 
     # --- documents -------------------------------------------------------------------------
@@ -188,17 +197,16 @@ class Store:
     def files_under(self, root: str) -> dict[str, StoredFile]:
         prefix = root.rstrip(os.sep) + os.sep
         rows = self.con.execute(
-            "SELECT path, id, size, mtime_ns, sha256 FROM documents WHERE path = ? OR starts_with(path, ?)",
+            "SELECT path, size, mtime_ns, sha256 FROM documents WHERE path = ? OR starts_with(path, ?)",
             [root, prefix],
         ).fetchall()
-        return {r[0]: StoredFile(r[1], r[2], r[3], r[4]) for r in rows}
+        return {r[0]: StoredFile(r[1], r[2], r[3]) for r in rows}
 
     def write_documents(self, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]]) -> None:
         """Replace these documents (by path) with their chunks and vectors, in one transaction."""
         if not items:
             return
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self._delete_paths([doc.path for doc, _, _ in items])
             now = time.time()
             doc_ids = [r[0] for r in self.con.execute(f"SELECT nextval('document_ids') FROM range({len(items)})").fetchall()]
@@ -236,21 +244,12 @@ class Store:
                 )
                 vectors = np.vstack([v for _, cs, v in items if len(cs)]).astype(np.float32)
                 self._insert_vectors(_strings([c.id for _, c in chunks]), vectors)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     def delete_paths(self, paths: list[str]) -> None:
         if not paths:
             return
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self._delete_paths(paths)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
         """A file touched but not changed: remember its new stat so it is not read again."""

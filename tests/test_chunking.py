@@ -34,3 +34,9 @@ def test_a_huge_line_is_cut_at_token_boundaries(embedder: Embedder) -> None:
     chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens).chunk(extract(text, "text"))
     assert "".join(c.text for c in chunks) == text
     assert max(embedder.count_tokens([c.text for c in chunks])) <= MAX_TOKENS
+
+
+def test_line_numbers_with_classic_mac_line_ends(embedder: Embedder) -> None:
+    text = "first para.\r\rsecond para.\r\rthird.\r"
+    chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens, target_tokens=4).chunk(extract(text, "text"))
+    assert [(c.text, c.start_line) for c in chunks] == [("first para.", 1), ("second para.", 3), ("third.", 5)]

@@ -61,4 +61,26 @@ def test_symlinks_not_followed_unless_asked(tmp_path: Path) -> None:
     files, skipped = found(root, follow_symlinks=True)
     assert files == {"a.md", "link/o.md"}
     assert skipped["broken.md"] == "broken symlink"
-    assert "loop" in skipped["loop"]
+    assert "already visited" in skipped["loop"]
+
+
+def test_gitignore_above_a_nested_root_applies(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".gitignore", "sub/secret.md\n")
+    write(tmp_path / "sub" / "secret.md")
+    write(tmp_path / "sub" / "open.md")
+    files, _ = found(tmp_path / "sub")
+    assert files == {"open.md"}
+
+
+def test_a_file_reached_twice_through_links_is_listed_once(tmp_path: Path) -> None:
+    write(tmp_path / "a.md")
+    os.symlink(tmp_path / "a.md", tmp_path / "b-link.md")
+    files, skipped = found(tmp_path, follow_symlinks=True)
+    assert len(files) == 1 and len(skipped) == 1
+
+
+def test_a_file_given_by_name_is_its_own_root(tmp_path: Path) -> None:
+    note = write(tmp_path / "note.md")
+    (entry,) = list(crawl([note]))
+    assert entry.root == note

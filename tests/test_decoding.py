@@ -42,11 +42,33 @@ def test_byte_order_marks(tmp_path: Path, encoding: str, bom: bytes, label: str)
     assert found == label
 
 
-def test_legacy_western_text_falls_back_to_a_detector(tmp_path: Path) -> None:
-    text = "Le café était très animé ce soir-là, et les garçons couraient entre les tables. " * 5
-    decoded_text, found = roundtrip(tmp_path, text, "cp1252")
-    assert "café" in decoded_text and "garçons" in decoded_text
-    assert found.lower().replace("_", "-") not in {"utf-8", "cp932", "euc-jp"}
+@pytest.mark.parametrize(
+    "text,encoding",
+    [
+        ("Les crêpes délicieuses sont servies à la crèmerie du coin.", "cp1252"),  # not cp932 mojibake
+        ("Привет, как дела? Это текст на русском языке.", "cp1251"),
+    ],
+)
+def test_western_legacy_text_is_not_read_as_japanese(tmp_path: Path, text: str, encoding: str) -> None:
+    decoded_text, found = roundtrip(tmp_path, text, encoding)
+    assert decoded_text == text
+    assert found == encoding
+
+
+def test_half_width_katakana_and_jis_x_0213(tmp_path: Path) -> None:
+    assert roundtrip(tmp_path, "ｶﾀｶﾅの半角表記", "cp932") == ("ｶﾀｶﾅの半角表記", "cp932")
+    assert roundtrip(tmp_path, "ぱ行の㋐と俱楽部", "euc_jis_2004") == ("ぱ行の㋐と俱楽部", "euc_jis_2004")
+
+
+def test_utf8_with_a_stray_byte_keeps_its_text(tmp_path: Path) -> None:
+    path = tmp_path / "cut.txt"
+    path.write_bytes("短い日本語のメモ。".encode() * 20 + b"\xe3\x81")  # a character cut in half
+    decoded = decode(path.read_bytes())
+    assert decoded.text.startswith("短い日本語のメモ。") and decoded.encoding.startswith("utf-8")
+
+
+def test_terminal_escapes_are_not_iso_2022_jp() -> None:
+    assert decode(b"\x1b(Bplain log line\n\x1b[0m").encoding == "utf-8"
 
 
 def test_invalid_bytes_after_bom_are_refused() -> None:

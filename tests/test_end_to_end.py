@@ -116,3 +116,9 @@ def test_exit_codes_and_one_line_errors(tmp_path: Path, oboyu_env: dict) -> None
     not_index.write_bytes(b"this is not a database")
     broken = oboyu(oboyu_env, "status", "--db", str(not_index))
     assert broken.returncode == 2 and "Traceback" not in broken.stderr
+
+
+def test_usage_errors_are_one_line(oboyu_env: dict) -> None:
+    result = oboyu(oboyu_env, "query", "x", "-k", "0")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("oboyu: error:")

@@ -1,4 +1,4 @@
-from oboyu.extract import extract, file_type_for
+from oboyu.extract import extract, file_type_for, split_lines
 from pathlib import Path
 
 
@@ -69,3 +69,25 @@ def test_file_types() -> None:
     assert file_type_for(Path("a.htm")) == "html"
     assert file_type_for(Path("a.py")) == "code"
     assert file_type_for(Path("a.png")) is None
+
+
+def test_html_without_head_end_tag_and_svg_titles() -> None:
+    doc = extract("<html><head><title>Page</title><body><p>hello</p><svg><title>icon</title></svg><p>world</p>", "html")
+    assert doc.title == "Page"
+    assert [b.text for b in doc.blocks] == ["hello", "world"]
+
+
+def test_markdown_fences_rules_and_front_matter_lookalikes() -> None:
+    doc = extract("---\n\nnot front matter\n\n---\n\n```\ncode\n```python\nstill code\n```\n\nafter\n", "markdown")
+    assert doc.title is None
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("text", "not front matter"),
+        ("code", "```\ncode\n```python\nstill code\n```"),
+        ("text", "after"),
+    ]
+
+
+def test_lines_end_at_cr_lf_and_crlf_only() -> None:
+    assert split_lines("a\r\nb\rc\n\x0cd\n") == ["a", "b", "c", "\x0cd"]
+    doc = extract("first.\r\rsecond.\r\n\r\nthird.\n", "text")
+    assert [(b.text, b.start_line) for b in doc.blocks] == [("first.", 1), ("second.", 3), ("third.", 5)]

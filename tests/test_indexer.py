@@ -47,3 +47,30 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
         Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
     last = stream.getvalue().strip().splitlines()[-1]
     assert last.startswith("indexing 3/3 files · 3 chunks · ") and "chunks/s" in last and "ETA" in last
+
+
+def test_a_malformed_file_is_skipped_and_the_run_goes_on(tmp_path: Path, embedder: Embedder) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a-broken.html").write_text("<p>a</p><![foo[ x ]]><p>b</p>", encoding="utf-8")  # HTMLParser raises
+    (root / "b-fine.md").write_text("# 正常\n\n読める。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([root])
+        assert stats.added == 1
+        assert [s.reason.split(":")[0] for s in stats.skipped] == ["cannot extract text"]
+
+
+def test_a_removed_root_leaves_the_index_and_overlaps_count_once(tmp_path: Path, embedder: Embedder) -> None:
+    keep, gone = tmp_path / "keep", tmp_path / "gone"
+    for folder in (keep / "sub", gone):
+        folder.mkdir(parents=True)
+        (folder / "note.txt").write_text(f"{folder.name} のメモ。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder).index([keep, gone])
+        assert store.counts() == (2, 2)
+        again = Indexer(store, embedder).index([keep, keep / "sub"])
+        assert (again.unchanged, again.added, again.removed) == (1, 0, 0)
+        (gone / "note.txt").unlink()
+        gone.rmdir()
+        stats = Indexer(store, embedder).index([gone])
+        assert stats.removed == 1 and store.counts() == (1, 1)
