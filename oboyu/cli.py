@@ -171,6 +171,9 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `oboyu`: the help, not an error
+        click.echo(exc.format_message())
+        sys.exit(0)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         click.echo(f"oboyu: error: {exc.format_message()}{hint}", err=True)

