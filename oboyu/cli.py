@@ -92,8 +92,11 @@ def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, 
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
 @click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, or an age like 7d).")
 @click.option("--until", metavar="DATE", help="Only files modified before DATE.")
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid", show_default=True,
+              help="Meaning (vector), words (keyword), or both fused.")
+@click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
 def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None) -> None:
+          since: str | None, until: str | None, mode: str, by_chunk: bool) -> None:
     """Search the index."""
     from .engine import load_default_embedder
     from .search import make_filters, search
@@ -101,7 +104,8 @@ def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, .
 
     filters = make_filters(paths, types, since, until)
     with Store(db or default_db_path(), read_only=True) as store:
-        results = search(store, load_default_embedder(ProgressLine()), text, k, filters)
+        embedder = load_default_embedder(ProgressLine()) if mode != "keyword" else None
+        results = search(store, embedder, text, k, filters, mode=mode, group=not by_chunk)
     out = click.get_text_stream("stdout")
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
@@ -111,6 +115,8 @@ def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, .
             location = f"{r.path}:{r.start_line}-{r.end_line}"
             out.write(f"{r.rank:>2}. {r.score:.3f}  {click.style(location, bold=True) if colour else location}\n")
             heading = r.heading or r.title
+            if r.other_matches:
+                heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
             if heading:
                 out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
             out.write(f"    {r.snippet}\n")
@@ -163,6 +169,49 @@ def mcp(db: Path | None, http: bool, port: int, allow_index: bool) -> None:
     # progress to stderr only: on stdio, stdout carries the protocol
     tools = OboyuTools(path, load_default_embedder(ProgressLine()), allow_index)
     serve(tools, http=http, port=port)
+
+
+@cli.command("eval")
+@click.option("--docs", "docs", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Documents (JSON lines, gzip allowed): id, text.")
+@click.option("--queries", "queries", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="Queries (JSON lines): query, relevant_doc_id or relevant_doc_ids.")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["hybrid", "vector", "keyword"]),
+              help="Modes to measure (default: all three); repeatable.")
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | None, as_json: bool) -> None:
+    """Measure search quality: Recall@1, Recall@10, MRR@10, nDCG@10 and latency per mode.
+
+    Indexes the documents' text into a temporary index, or into --db (reused when it exists)."""
+    import dataclasses
+    import tempfile
+
+    from .engine import load_default_embedder
+    from .evaluate import evaluate, index_corpus, read_queries, write_corpus
+    from .store import Store
+
+    query_list = read_queries(queries)
+    progress = ProgressLine()
+    embedder = load_default_embedder(progress)
+    with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
+        path = db or Path(tmp) / "eval.duckdb"
+        with Store(path) as store:
+            if store.counts()[0] == 0:
+                folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"
+                count = write_corpus(docs, folder)
+                progress.message(f"indexing {count} documents into {path}")
+                index_corpus(store, embedder, folder, progress)
+            scores = evaluate(store, embedder, query_list, list(modes) or ["hybrid", "vector", "keyword"])
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
+        return
+    click.echo(f"{'mode':<8} {'queries':>7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8} {'p50 ms':>7} {'p95 ms':>7}")
+    for s in scores:
+        click.echo(
+            f"{s.mode:<8} {s.queries:>7} {s.recall_at_1:6.3f} {s.recall_at_10:6.3f} {s.mrr_at_10:7.3f} "
+            f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f}"
+        )
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import os
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,8 @@ from .decoding import UndecodableError, decode
 from .embedding import Embedder
 from .extract import extract
 from .progress import ProgressLine, format_duration
-from .store import ChunkRecord, DocumentRecord, Store, StoredFile
+from .keywords import term_counts
+from .store import ChunkRecord, DocumentRecord, Store, StoredFile, keyword_text
 
 EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
 QUEUE_FILES = 64
@@ -41,6 +43,7 @@ class _Prepared:
     entry: FileEntry
     document: DocumentRecord
     chunks: list[Chunk]
+    terms: list[Counter[str]]  # keyword index terms of each chunk
     is_new: bool
 
 
@@ -214,7 +217,8 @@ class Indexer:
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
             encoding=decoded.encoding, file_type=entry.file_type, title=extracted.title,
         )
-        return _Prepared(entry, document, chunks, is_new=previous is None)
+        terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
+        return _Prepared(entry, document, chunks, terms, is_new=previous is None)
 
     def _embed_and_store(self, prepared: list[_Prepared], stats: IndexStats) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
@@ -224,8 +228,8 @@ class Indexer:
             n = len(p.chunks)
             records = [
                 ChunkRecord(chunk_id(p.document.path, c), c.ordinal, c.heading, c.start_line, c.end_line,
-                            c.start_char, c.end_char, c.text)
-                for c in p.chunks
+                            c.start_char, c.end_char, c.text, dict(terms))
+                for c, terms in zip(p.chunks, p.terms)
             ]
             items.append((p.document, records, vectors[offset : offset + n]))
             offset += n

@@ -41,8 +41,8 @@ class OboyuTools:
     embedder: Embedder
     allow_index: bool = False
 
-    def search(self, query: str, k: int = 10, path: str | None = None, type: str | None = None,
-               since: str | None = None) -> list[dict[str, Any]]:
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
+               type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
         if not query.strip():
             raise RefusedError("query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -51,7 +51,7 @@ class OboyuTools:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         filters = make_filters([path] if path else [], type, since)
         with open_for_reading(self.db_path) as store:
-            results = search(store, self.embedder, query, k, filters)
+            results = search(store, self.embedder, query, k, filters, mode=mode)
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}
@@ -158,11 +158,12 @@ def build_server(tools: OboyuTools):
         except OboyuError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Search indexed documents by meaning. Returns path, line range, heading, snippet, score. "
-                 "path: glob filter (e.g. *.md, !drafts/*); type: extensions like md,txt; since: date or age like 7d.")
-    def search(query: str, k: int = 10, path: str | None = None, type: str | None = None,
+    @server.tool(description="Search indexed documents; one result per file: path, line range, heading, snippet, "
+                 "score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: glob filter "
+                 "(e.g. *.md, !drafts/*); type: extensions like md,txt; since: date or age like 7d.")
+    def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
                since: str | None = None) -> list[dict[str, Any]]:
-        return call(tools.search, query, k, path, type, since)
+        return call(tools.search, query, mode, k, path, type, since)
 
     @server.tool(description="Read an indexed file, or lines start_line..end_line of it (1-based, inclusive).")
     def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Vector search over the index, with a query-aware snippet for each result."""
+"""Search: a vector leg (the embedding model) and a keyword leg (BM25 over MeCab words), fused in
+hybrid mode; results grouped per file by default, each with a query-aware snippet."""
 
 from __future__ import annotations
 
@@ -6,15 +7,22 @@ import re
 import time
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from .chunking import split_sentences
 from .embedding import Embedder
 from .errors import OboyuError
+from .fusion import convex
+from .keywords import words
 from .store import Filters, Store
 
 SNIPPET_CHARS = 200
+
+
+MODES = ("hybrid", "vector", "keyword")
+CANDIDATES = 100  # chunks each leg contributes to fusion
+VECTOR_WEIGHT = 0.5  # hybrid: share of the vector leg in the convex fusion
 
 
 @dataclass
@@ -28,40 +36,95 @@ class Result:
     title: str | None
     snippet: str
     chunk_id: str
+    mode: str = "vector"
+    ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
+    other_matches: int = 0  # further matching chunks of the same file (grouped results)
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
-def search(store: Store, embedder: Embedder, query: str, k: int = 10, filters: Filters | None = None) -> list[Result]:
+def search(
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    k: int = 10,
+    filters: Filters | None = None,
+    mode: str = "hybrid",
+    group: bool = True,
+) -> list[Result]:
+    """The k best files (or chunks, with group=False) for a query."""
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
         raise OboyuError("-k must be at least 1")
+    if mode not in MODES:
+        raise OboyuError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     indexed_with = store.get_meta("model_id")
     if indexed_with is None:
         return []
-    if indexed_with != embedder.info.model_id:
-        raise OboyuError(
-            f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
-            "run `oboyu index` again to re-embed it"
+    legs = rank_chunks(store, embedder, query, max(CANDIDATES, k * 3), filters, mode)
+    fused = fuse(legs, mode)
+    if group:
+        chosen, others = _best_per_file(store, fused, k)
+    else:
+        chosen, others = fused[:k], {}
+    hits = store.chunks_by_id([cid for cid, _ in chosen])
+    leg_ranks = {leg: {cid: r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
+    results = []
+    for rank, (cid, score) in enumerate(chosen, start=1):
+        hit = hits[cid]
+        results.append(
+            Result(
+                rank=rank, score=round(float(score), 4), path=hit.path, start_line=hit.start_line,
+                end_line=hit.end_line, heading=hit.heading, title=hit.title,
+                snippet=make_snippet(hit.text, query), chunk_id=cid, mode=mode,
+                ranks={leg: ranks.get(cid) for leg, ranks in leg_ranks.items()},
+                other_matches=others.get(cid, 0),
+            )
         )
-    vector = embedder.embed_queries([query])[0]
-    hits = store.search(vector, k, filters)
-    return [
-        Result(
-            rank=i + 1,
-            score=round(float(hit.score), 4),
-            path=hit.path,
-            start_line=hit.start_line,
-            end_line=hit.end_line,
-            heading=hit.heading,
-            title=hit.title,
-            snippet=make_snippet(hit.text, query),
-            chunk_id=hit.chunk_id,
-        )
-        for i, hit in enumerate(hits)
-    ]
+    return results
+
+
+def rank_chunks(
+    store: Store, embedder: Embedder | None, query: str, n: int, filters: Filters | None, mode: str
+) -> dict[str, list[tuple[str, float]]]:
+    """Each leg's n best chunks for the mode."""
+    legs: dict[str, list[tuple[str, float]]] = {}
+    if mode in ("hybrid", "vector"):
+        if embedder is None:
+            raise OboyuError(f"{mode} search needs the embedding model")
+        indexed_with = store.get_meta("model_id")
+        if indexed_with != embedder.info.model_id:
+            raise OboyuError(
+                f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
+                "run `oboyu index` again to re-embed it"
+            )
+        legs["vector"] = store.vector_scores(embedder.embed_queries([query])[0], n, filters)
+    if mode in ("hybrid", "keyword"):
+        legs["keyword"] = store.keyword_scores(words(query), n, filters)
+    return legs
+
+
+def fuse(legs: dict[str, list[tuple[str, float]]], mode: str) -> list[tuple[str, float]]:
+    if mode != "hybrid":
+        return list(legs[mode])
+    return convex(legs, {"vector": VECTOR_WEIGHT, "keyword": 1 - VECTOR_WEIGHT})
+
+
+def _best_per_file(store: Store, fused: list[tuple[str, float]], k: int) -> tuple[list[tuple[str, float]], dict[str, int]]:
+    """The best chunk of each of the k best files, and how many more chunks each file had."""
+    files = store.files_of_chunks([cid for cid, _ in fused])
+    best: dict[str, tuple[str, float]] = {}
+    counts: dict[str, int] = {}
+    for cid, score in fused:
+        path = files.get(cid)
+        if path is None:
+            continue
+        counts[path] = counts.get(path, 0) + 1
+        best.setdefault(path, (cid, score))
+    chosen = list(best.values())[:k]
+    return chosen, {cid: counts[files[cid]] - 1 for cid, _ in chosen}
 
 
 def make_filters(

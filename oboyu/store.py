@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -20,7 +20,8 @@ import numpy as np
 
 from .errors import IndexBusyError, OboyuError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: keyword index (kw_postings, kw_lengths)
+BM25_K1, BM25_B = 0.9, 0.4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -33,6 +34,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     id VARCHAR, document_id BIGINT, ordinal INTEGER, heading VARCHAR, start_line INTEGER,
     end_line INTEGER, start_char INTEGER, end_char INTEGER, text VARCHAR
 );
+"""
+_KEYWORD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kw_postings (chunk_id VARCHAR, term VARCHAR, tf INTEGER);
+CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
 """
 
 
@@ -58,6 +63,7 @@ class ChunkRecord:
     start_char: int
     end_char: int
     text: str
+    terms: dict[str, int] = field(default_factory=dict)  # keyword index terms and counts
 
 
 @dataclass
@@ -151,7 +157,11 @@ class Store:
         tables = {row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "meta" in tables:
             version = self.get_meta("schema_version")
-            if version != str(SCHEMA_VERSION):
+            if version == "1" and not self.read_only:
+                self._migrate_from_1()
+            elif version == "1":
+                raise OboyuError(f"the index {self.path} is from an older oboyu; run `oboyu index` once to upgrade it")
+            elif version != str(SCHEMA_VERSION):
                 raise OboyuError(
                     f"the index {self.path} has schema version {version}, this oboyu reads {SCHEMA_VERSION}; "
                     "index into a new file with --db"
@@ -163,7 +173,21 @@ class Store:
             raise OboyuError(f"{self.path} is a DuckDB file but not an oboyu index")
         with self._transaction():
             self.con.execute(_SCHEMA)
+            self.con.execute(_KEYWORD_SCHEMA)
             self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+    def _migrate_from_1(self) -> None:
+        """Version 1 had no keyword index: build it from the stored chunk texts."""
+        from .keywords import term_counts
+
+        rows = self.con.execute(
+            "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+        ).fetchall()
+        with self._transaction():
+            self.con.execute(_KEYWORD_SCHEMA)
+            counts = [(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows]
+            self._insert_keywords(counts)
+            self.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
     def get_meta(self, key: str) -> str | None:
         row = self.con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
@@ -179,8 +203,8 @@ class Store:
             self.con.execute(f"CREATE TABLE embeddings (chunk_id VARCHAR, vector FLOAT[{int(dimensions)}])")
             self.con.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?), ('dimensions', ?)", [model_id, str(dimensions)])
             if current is not None:  # every document must be embedded again
-                self.con.execute("DELETE FROM chunks")
-                self.con.execute("DELETE FROM documents")
+                for table in ("kw_postings", "kw_lengths", "chunks", "documents"):
+                    self.con.execute(f"DELETE FROM {table}")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -244,6 +268,7 @@ class Store:
                 )
                 vectors = np.vstack([v for _, cs, v in items if len(cs)]).astype(np.float32)
                 self._insert_vectors(_strings([c.id for _, c in chunks]), vectors)
+                self._insert_keywords([(c.id, c.terms) for _, c in chunks])
 
     def delete_paths(self, paths: list[str]) -> None:
         if not paths:
@@ -259,7 +284,10 @@ class Store:
         name = self._register(_strings(paths))
         try:
             ids = f"SELECT id FROM documents WHERE path IN (SELECT column0 FROM {name})"
-            self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id IN ({ids}))")
+            chunk_ids = f"SELECT id FROM chunks WHERE document_id IN ({ids})"
+            self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN ({chunk_ids})")
+            self.con.execute(f"DELETE FROM kw_postings WHERE chunk_id IN ({chunk_ids})")
+            self.con.execute(f"DELETE FROM kw_lengths WHERE chunk_id IN ({chunk_ids})")
             self.con.execute(f"DELETE FROM chunks WHERE document_id IN ({ids})")
             self.con.execute(f"DELETE FROM documents WHERE id IN ({ids})")
         finally:
@@ -283,6 +311,19 @@ class Store:
             for n in names:
                 self.con.unregister(n)
 
+    def _insert_keywords(self, counts: list[tuple[str, dict[str, int]]]) -> None:
+        postings = [(cid, term, n) for cid, terms in counts for term, n in terms.items()]
+        if postings:
+            self._insert_columns(
+                "kw_postings",
+                [_strings([p[0] for p in postings]), _strings([p[1] for p in postings]), np.array([p[2] for p in postings], dtype=np.int32)],
+            )
+        if counts:
+            self._insert_columns(
+                "kw_lengths",
+                [_strings([cid for cid, _ in counts]), np.array([sum(terms.values()) for _, terms in counts], dtype=np.int32)],
+            )
+
     def _insert_vectors(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         dim = vectors.shape[1]
         ids_name = self._register(ids)
@@ -299,9 +340,9 @@ class Store:
 
     # --- search and status -----------------------------------------------------------------
 
-    def search(self, query_vector: np.ndarray, k: int, filters: Filters | None = None) -> list[SearchHit]:
-        """Exact cosine search (vectors are L2-normalised, so the inner product is the cosine),
-        over the chunks that pass the filters."""
+    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        """The `n` best chunks by cosine (vectors are L2-normalised: the inner product), among
+        the chunks that pass the filters."""
         dim = int(self.get_meta("dimensions") or 0)
         if dim == 0:
             return []
@@ -311,20 +352,72 @@ class Store:
         # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
         literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
         join = "" if where == "TRUE" else "JOIN chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.document_id"
+        return self.con.execute(
+            f"""
+            SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
+            FROM embeddings e {join} WHERE {where}
+            ORDER BY score DESC, e.chunk_id LIMIT ?
+            """,
+            [*params, int(n)],
+        ).fetchall()
+
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+        """The `n` best chunks by BM25 over the query's terms (any term may match)."""
+        terms = sorted(set(terms))
+        if not terms:
+            return []
+        where, params = (filters or Filters()).sql()
+        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id"
+        placeholders = ", ".join("?" for _ in terms)
+        return self.con.execute(
+            f"""
+            WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
+            matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
+            df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
+            SELECT p.chunk_id,
+                   sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                       * p.tf * ({BM25_K1} + 1)
+                       / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
+            FROM matched p JOIN df USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
+            WHERE {where}
+            GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
+            """,
+            [*terms, *params, int(n)],
+        ).fetchall()
+
+    def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
+        """Display fields of these chunks (score left at 0)."""
+        if not ids:
+            return {}
         rows = self.con.execute(
             f"""
-            WITH top AS (
-                SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
-                FROM embeddings e {join} WHERE {where}
-                ORDER BY score DESC LIMIT ?
-            )
-            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, top.score
-            FROM top JOIN chunks c ON c.id = top.chunk_id JOIN documents d ON d.id = c.document_id
-            ORDER BY top.score DESC, d.path, c.ordinal
-            """,
-            [*params, int(k)],
+            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, 0.0
+            FROM chunks c JOIN documents d ON d.id = c.document_id
+            WHERE c.id IN ({_sql_strings(ids)})
+            """
         ).fetchall()
-        return [SearchHit(*row) for row in rows]
+        return {row[0]: SearchHit(*row) for row in rows}
+
+    def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
+        """chunk id -> path of its file."""
+        if not ids:
+            return {}
+        rows = self.con.execute(
+            "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({_sql_strings(ids)})"
+        ).fetchall()
+        return dict(rows)
+
+    def search(self, query_vector: np.ndarray, k: int, filters: Filters | None = None) -> list[SearchHit]:
+        """Vector search with display fields, best first."""
+        scores = self.vector_scores(query_vector, k, filters)
+        hits = self.chunks_by_id([cid for cid, _ in scores])
+        out = []
+        for cid, score in scores:
+            hit = hits[cid]
+            hit.score = float(score)
+            out.append(hit)
+        return out
 
     def roots(self) -> list[tuple[str, int, int, object]]:
         """Indexed folders: (root, documents, chunks, last update)."""
@@ -345,6 +438,12 @@ class Store:
         docs = self.con.execute("SELECT count(*) FROM documents").fetchone()[0]
         chunks = self.con.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return int(docs), int(chunks)
+
+
+def _sql_strings(values: list[str]) -> str:
+    """A list of SQL string literals: an IN list of literals plans far faster in DuckDB than a
+    registered array or hundreds of bound parameters (3 ms against 25-90 ms for 200 ids)."""
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
 def _strings(values: list[str | None]) -> np.ndarray:
@@ -372,3 +471,8 @@ def open_for_reading(path: Path, wait_seconds: float = 3.0) -> Store:
             if time.monotonic() >= deadline:
                 raise
             time.sleep(0.1)
+
+
+def keyword_text(title: str | None, heading: str, text: str) -> str:
+    """What the keyword index reads for a chunk: title, heading path and text."""
+    return "\n".join(part for part in (title, heading, text) if part)

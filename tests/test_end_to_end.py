@@ -75,6 +75,15 @@ def test_index_then_query_finds_the_right_file_first(tree: Path, oboyu_env: dict
     assert status["model"].startswith("intfloat/multilingual-e5-small@")
     assert set(status) >= {"db", "model", "provider", "documents", "chunks", "bytes"}
 
+    exact = json.loads(oboyu(oboyu_env, "query", "pg_restore", "--mode", "keyword", "--json").stdout)
+    assert [h["path"] for h in exact] == [str(tree / "docs/server.html")]
+    assert exact[0]["mode"] == "keyword" and exact[0]["ranks"] == {"keyword": 1}
+    hybrid = json.loads(oboyu(oboyu_env, "query", "議事録", "--json").stdout)
+    assert hybrid[0]["mode"] == "hybrid" and set(hybrid[0]["ranks"]) == {"vector", "keyword"}
+    passages = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "--chunks", "-k", "50").stdout)
+    files = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "-k", "50").stdout)
+    assert len({h["path"] for h in files}) == len(files) <= len(passages)
+
     human = oboyu(oboyu_env, "query", "カレー")
     assert human.returncode == 0
     assert f"{tree / 'notes/recipe.txt'}:1-" in human.stdout

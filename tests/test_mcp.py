@@ -70,6 +70,9 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
 
             only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))
             assert only_txt and all(h["path"].endswith(".txt") for h in only_txt)
+            exact = payload(await client.call_tool("search", {"query": "tomato", "mode": "keyword"}))
+            assert [h["path"] for h in exact] == [str(root / "sub" / "garden.txt")]
+            assert "unknown mode" in error_text(await client.call_tool("search", {"query": "x", "mode": "fuzzy"}))
 
             text = payload(await client.call_tool("read", {"path": str(root / "meeting.md"), "start_line": 3, "end_line": 3}))
             assert text["text"] == "議事録は翌日までに共有フォルダにまとめる。" and text["total_lines"] == 5

@@ -1,0 +1,80 @@
+"""Words for keyword search: MeCab (fugashi + unidic-lite) for Japanese, light stemming for English.
+
+Text is NFKC-normalised and lower-cased; punctuation, symbols, particles and auxiliary verbs are
+dropped (they carry no topic and make the longest posting lists); verbs and adjectives are
+indexed in their dictionary form (開かれた → 開く) so inflections meet; single-kanji words stay.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections import Counter
+
+_DROP_POS = {"助詞", "助動詞", "補助記号", "記号", "空白"}
+_INFLECTED_POS = {"動詞", "形容詞", "形状詞"}
+_ASCII_WORD = re.compile(r"[a-z][a-z0-9_]*")
+_PUNCT_ONLY = re.compile(r"^[\W_]+$")
+
+_local = threading.local()  # a MeCab tagger is not safe to share between threads
+
+
+def _tagger():
+    tagger = getattr(_local, "tagger", None)
+    if tagger is None:
+        import fugashi
+
+        tagger = _local.tagger = fugashi.Tagger()
+    return tagger
+
+
+def stem(word: str) -> str:
+    """Light English stemming (plurals, -ing, -ed, a final e), so that index, indexes, indexed
+    and indexing meet; not a full Porter stemmer."""
+    if len(word) <= 3 or not _ASCII_WORD.fullmatch(word):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    elif word.endswith("ing") and len(word) > 5:
+        word = _undouble(word[:-3])
+    elif word.endswith("ed") and len(word) > 4 and not word.endswith("eed"):
+        word = _undouble(word[:-2])
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    """runn -> run, stopp -> stop (but keep ll, ss, zz: install, pass)."""
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """The index terms of a text, in order (repeats kept)."""
+    norm = unicodedata.normalize("NFKC", text).lower()
+    out = []
+    for token in _tagger()(norm):
+        surface = token.surface
+        if not surface or _PUNCT_ONLY.match(surface):
+            continue
+        feature = token.feature
+        pos = getattr(feature, "pos1", None)
+        if pos in _DROP_POS:
+            continue
+        if pos in _INFLECTED_POS:
+            base = getattr(feature, "orthBase", None)
+            if base:
+                surface = unicodedata.normalize("NFKC", base).lower()
+        out.append(stem(surface))
+    return out
+
+
+def term_counts(text: str) -> Counter[str]:
+    return Counter(words(text))

@@ -1,0 +1,18 @@
+from oboyu.keywords import stem, words
+
+
+def test_japanese_words_drop_particles_and_use_dictionary_forms() -> None:
+    assert words("東京都渋谷区で開かれた勉強会では、ベクトル検索を議論した。") == [
+        "東京", "都", "渋谷", "区", "開く", "勉強", "会", "ベクトル", "検索", "議論", "する",
+    ]
+
+
+def test_single_kanji_and_full_width_forms() -> None:
+    assert words("猫") == ["猫"]
+    assert words("ＰＹＴＨＯＮの設定") == ["python", "設定"]  # NFKC and lower-case
+
+
+def test_english_light_stemming_and_mixed_text() -> None:
+    assert words("Indexing indexed indexes: the index!") == ["index", "index", "index", "the", "index"]
+    assert words("gitのcommitを修正する") == ["git", "commit", "修正", "する"]
+    assert [stem(w) for w in ("queries", "running", "passes", "status")] == ["query", "run", "pass", "status"]

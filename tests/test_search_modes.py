@@ -1,0 +1,84 @@
+"""Keyword BM25 against a hand-computed example, fusion, evaluation metrics and result shape,
+on real DuckDB files."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oboyu.evaluate import Query, doc_file_name, evaluate
+from oboyu.fusion import convex, rrf
+from oboyu.search import search
+from oboyu.store import ChunkRecord, DocumentRecord, Store
+
+
+def add_document(store: Store, path: str, chunks: list[tuple[str, dict[str, int]]]) -> None:
+    doc = DocumentRecord(path, "/corpus", 1, 1, path, "utf-8", "text", None)
+    records = [ChunkRecord(f"{path}#{i}", i, "", i + 1, i + 1, 0, len(text), text, terms) for i, (text, terms) in enumerate(chunks)]
+    vectors = np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(chunks))]]
+    store.write_documents([(doc, records, vectors)])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", 4)
+        add_document(store, "/corpus/a.txt", [("猫と猫と犬", {"猫": 2, "犬": 1})])
+        add_document(store, "/corpus/b.txt", [("猫", {"猫": 1})])
+        add_document(store, "/corpus/c.txt", [("鳥鳥鳥鳥", {"鳥": 4})])
+        yield store
+
+
+def test_bm25_matches_a_hand_computed_example(store: Store) -> None:
+    # N = 3 chunks, lengths 3, 1, 4 (avg 8/3); k1 = 0.9, b = 0.4; df(猫) = 2
+    # idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln 1.6 = 0.470004
+    # a: 0.470004 * 2 * 1.9 / (2 + 0.9 * (0.6 + 0.4 * 3 / (8/3))) = 0.606457
+    # b: 0.470004 * 1 * 1.9 / (1 + 0.9 * (0.6 + 0.4 * 1 / (8/3))) = 0.533139
+    scores = dict(store.keyword_scores(["猫"], 10))
+    assert scores.keys() == {"/corpus/a.txt#0", "/corpus/b.txt#0"}
+    assert scores["/corpus/a.txt#0"] == pytest.approx(0.606457, abs=1e-5)
+    assert scores["/corpus/b.txt#0"] == pytest.approx(0.533139, abs=1e-5)
+    # OR semantics: a chunk matching any query word is found, never an all-words AND
+    assert {cid for cid, _ in store.keyword_scores(["犬", "鳥", "無い"], 10)} == {"/corpus/a.txt#0", "/corpus/c.txt#0"}
+
+
+def test_keyword_index_follows_document_replacement(store: Store) -> None:
+    add_document(store, "/corpus/b.txt", [("犬", {"犬": 1})])
+    assert {cid for cid, _ in store.keyword_scores(["猫"], 10)} == {"/corpus/a.txt#0"}
+    assert store.con.execute("SELECT count(*) FROM kw_lengths").fetchone()[0] == 3
+
+
+def test_fusion_functions() -> None:
+    legs = {"vector": [("a", 0.9), ("b", 0.8), ("c", 0.1)], "keyword": [("c", 12.0), ("b", 11.0)]}
+    # b: 1/62 + 1/62 = 0.032258; c: 1/63 + 1/61 = 0.032266; a: 1/61
+    assert [cid for cid, _ in rrf(legs)] == ["c", "b", "a"]
+    fused = dict(convex(legs, {"vector": 0.5, "keyword": 0.5}))
+    assert fused["a"] == pytest.approx(0.5) and fused["b"] == pytest.approx(0.5 * 0.875)
+    assert fused["c"] == pytest.approx(0.5)
+
+
+def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
+    results = search(store, None, "猫", k=5, mode="keyword")
+    assert [r.path for r in results] == ["/corpus/a.txt", "/corpus/b.txt"]
+    assert results[0].ranks == {"keyword": 1} and results[0].mode == "keyword"
+    with pytest.raises(Exception, match="needs the embedding model"):
+        search(store, None, "猫", mode="hybrid")
+
+
+def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
+    with Store(tmp_path / "eval.duckdb") as store:
+        store.set_model("test-model", 4)
+        for doc_id, word in (("d/1", "猫"), ("d/2", "犬"), ("d/3", "鳥")):
+            add_document(store, f"/corpus/{doc_file_name(doc_id)}", [(word, {word: 1})])
+        add_document(store, f"/corpus/{doc_file_name('d/4')}", [("猫 猫 猫 鳥", {"猫": 3, "鳥": 1})])
+        queries = [
+            Query("q1", "犬", frozenset({"d/2"})),  # rank 1
+            Query("q2", "猫", frozenset({"d/1"})),  # d/4 scores 0.9056 > d/1 0.7544 (BM25 by hand): rank 2
+            Query("q3", "魚", frozenset({"d/3"})),  # no match
+        ]
+        (scores,) = evaluate(store, None, queries, ["keyword"])
+    assert scores.queries == 3
+    assert scores.recall_at_1 == pytest.approx(1 / 3)
+    assert scores.recall_at_10 == pytest.approx(2 / 3)
+    assert scores.mrr_at_10 == pytest.approx((1 + 1 / 2) / 3)
+    assert scores.ndcg_at_10 == pytest.approx((1 + 1 / np.log2(3)) / 3)
