@@ -32,6 +32,17 @@ def _db_option(func):
     )(func)
 
 
+def highlight(text: str, spans: list[tuple[int, int]]) -> str:
+    """Matched words in bold yellow."""
+    out, pos = [], 0
+    for start, end in spans:
+        out.append(text[pos:start])
+        out.append(click.style(text[start:end], fg="yellow", bold=True))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _colour(stream) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
@@ -119,7 +130,7 @@ def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, .
                 heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
             if heading:
                 out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
-            out.write(f"    {r.snippet}\n")
+            out.write(f"    {highlight(r.snippet, r.matches) if colour else r.snippet}\n")
         if not results:
             click.echo("no results", err=True)
     if not results:

@@ -58,21 +58,46 @@ def _undouble(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The index terms of a text, in order (repeats kept)."""
-    norm = unicodedata.normalize("NFKC", text).lower()
+    return [term for term, _, _ in _terms_with_spans(unicodedata.normalize("NFKC", text).lower())]
+
+
+def match_spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
+    """Character spans of `text` whose words are among `terms` (for highlighting)."""
+    if not terms:
+        return []
+    spans: list[tuple[int, int]] = []
+    for term, start, end in _terms_with_spans(text):
+        if term not in terms:
+            continue
+        # pg_restore, foo-bar: join matches split by one punctuation character
+        if spans and start - spans[-1][1] <= 1 and _PUNCT_ONLY.match(text[spans[-1][1] : start] or "_"):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _terms_with_spans(text: str) -> list[tuple[str, int, int]]:
+    """(term, start, end) for each indexable word of `text`; each word is normalised on its own,
+    so spans refer to `text` as given."""
     out = []
-    for token in _tagger()(norm):
+    pos = 0
+    for token in _tagger()(text):
+        pos += len(token.white_space)
         surface = token.surface
-        if not surface or _PUNCT_ONLY.match(surface):
+        start, pos = pos, pos + len(surface)
+        word = unicodedata.normalize("NFKC", surface).lower()
+        if not word or _PUNCT_ONLY.match(word):
             continue
         feature = token.feature
-        pos = getattr(feature, "pos1", None)
-        if pos in _DROP_POS:
+        pos_tag = getattr(feature, "pos1", None)
+        if pos_tag in _DROP_POS:
             continue
-        if pos in _INFLECTED_POS:
+        if pos_tag in _INFLECTED_POS:
             base = getattr(feature, "orthBase", None)
             if base:
-                surface = unicodedata.normalize("NFKC", base).lower()
-        out.append(stem(surface))
+                word = unicodedata.normalize("NFKC", base).lower()
+        out.append((stem(word), start, pos))
     return out
 
 

@@ -14,7 +14,7 @@ from .chunking import split_sentences
 from .embedding import Embedder
 from .errors import OboyuError
 from .fusion import convex
-from .keywords import words
+from .keywords import match_spans, words
 from .store import Filters, Store
 
 SNIPPET_CHARS = 200
@@ -37,6 +37,7 @@ class Result:
     snippet: str
     chunk_id: str
     mode: str = "vector"
+    matches: list[tuple[int, int]] = field(default_factory=list)  # query words in the snippet
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
     other_matches: int = 0  # further matching chunks of the same file (grouped results)
 
@@ -74,11 +75,12 @@ def search(
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
+        snippet, matches = make_snippet(hit.text, query)
         results.append(
             Result(
                 rank=rank, score=round(float(score), 4), path=hit.path, start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
-                snippet=make_snippet(hit.text, query), chunk_id=cid, mode=mode,
+                snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
                 ranks={leg: ranks.get(cid) for leg, ranks in leg_ranks.items()},
                 other_matches=others.get(cid, 0),
             )
@@ -163,11 +165,19 @@ def _grams(text: str) -> set[str]:
     return grams
 
 
-def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
-    """The sentence that shares most with the query, widened with its neighbours up to `limit`."""
+def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
+    """The sentence that shares most words with the query (then most character bigrams),
+    widened with its neighbours up to `limit`, and the spans of the query's words in it."""
+    terms = set(words(query))
     spans = split_sentences(text) or [(0, len(text))]
     wanted = _grams(query)
-    best = max(range(len(spans)), key=lambda i: (len(_grams(text[spans[i][0] : spans[i][1]]) & wanted), -i))
+
+    def score(i: int) -> tuple[int, int, int]:
+        sentence = text[spans[i][0] : spans[i][1]]
+        matched = {sentence[a:b] for a, b in match_spans(sentence, terms)}
+        return (len(matched), len(_grams(sentence) & wanted), -i)
+
+    best = max(range(len(spans)), key=score)
     lo = hi = best
     while True:
         grew = False
@@ -185,4 +195,5 @@ def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> str:
         snippet = snippet[: limit - 1].rstrip() + "…"
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text.rstrip()) and not snippet.endswith("…") else ""
-    return prefix + snippet + suffix
+    snippet = prefix + snippet + suffix
+    return snippet, match_spans(snippet, terms)

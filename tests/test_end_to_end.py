@@ -78,6 +78,7 @@ def test_index_then_query_finds_the_right_file_first(tree: Path, oboyu_env: dict
     exact = json.loads(oboyu(oboyu_env, "query", "pg_restore", "--mode", "keyword", "--json").stdout)
     assert [h["path"] for h in exact] == [str(tree / "docs/server.html")]
     assert exact[0]["mode"] == "keyword" and exact[0]["ranks"] == {"keyword": 1}
+    assert "pg_restore" in [exact[0]["snippet"][a:b] for a, b in exact[0]["matches"]]
     hybrid = json.loads(oboyu(oboyu_env, "query", "議事録", "--json").stdout)
     assert hybrid[0]["mode"] == "hybrid" and set(hybrid[0]["ranks"]) == {"vector", "keyword"}
     passages = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "--chunks", "-k", "50").stdout)

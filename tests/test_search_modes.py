@@ -1,14 +1,17 @@
 """Keyword BM25 against a hand-computed example, fusion, evaluation metrics and result shape,
 on real DuckDB files."""
 
+import io
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 
+from oboyu.cli import _colour, highlight
 from oboyu.evaluate import Query, doc_file_name, evaluate
 from oboyu.fusion import convex, rrf
-from oboyu.search import search
+from oboyu.search import make_snippet, search
 from oboyu.store import ChunkRecord, DocumentRecord, Store
 
 
@@ -82,3 +85,25 @@ def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
     assert scores.recall_at_10 == pytest.approx(2 / 3)
     assert scores.mrr_at_10 == pytest.approx((1 + 1 / 2) / 3)
     assert scores.ndcg_at_10 == pytest.approx((1 + 1 / np.log2(3)) / 3)
+
+
+def test_snippet_picks_the_matching_sentence_and_marks_the_words() -> None:
+    text = "最初の文は関係ない。ここで絶対パスを表示する方法を説明する。最後の文。"
+    snippet, spans = make_snippet(text, "絶対パスの表示", limit=30)
+    assert snippet.startswith("…ここで絶対パスを表示する")
+    assert [snippet[a:b] for a, b in spans] == ["絶対パス", "表示"]  # adjacent matches join
+
+
+def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    coloured = highlight("find the Index here", [(9, 14)])
+    assert "\x1b[" in coloured and click.unstyle(coloured) == "find the Index here"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _colour(Terminal())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _colour(Terminal())
+    assert not _colour(io.StringIO())
