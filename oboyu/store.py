@@ -160,7 +160,7 @@ class Store:
             if version == "1" and not self.read_only:
                 self._migrate_from_1()
             elif version == "1":
-                raise OboyuError(f"the index {self.path} is from an older oboyu; run `oboyu index` once to upgrade it")
+                raise OboyuError(f"the index {self.path} is from an older oboyu; run `oboyu index` on one of its folders once to upgrade it")
             elif version != str(SCHEMA_VERSION):
                 raise OboyuError(
                     f"the index {self.path} has schema version {version}, this oboyu reads {SCHEMA_VERSION}; "

@@ -107,3 +107,18 @@ def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("NO_COLOR", "1")
     assert not _colour(Terminal())
     assert not _colour(io.StringIO())
+
+
+def test_a_version_1_index_is_upgraded_with_its_keyword_index(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    with Store(path) as store:
+        store.set_model("test-model", 4)
+        add_document(store, "/corpus/a.txt", [("猫が好き", {})])
+        store.con.execute("DROP TABLE kw_postings")
+        store.con.execute("DROP TABLE kw_lengths")
+        store.con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(Exception, match="older oboyu"):
+        Store(path, read_only=True)
+    with Store(path) as store:  # a writable open migrates
+        assert store.get_meta("schema_version") == "2"
+        assert [cid for cid, _ in store.keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
