@@ -172,10 +172,12 @@ def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> tuple[str
     spans = split_sentences(text) or [(0, len(text))]
     wanted = _grams(query)
 
+    found = match_spans(text, terms)  # once for the whole passage
+
     def score(i: int) -> tuple[int, int, int]:
-        sentence = text[spans[i][0] : spans[i][1]]
-        matched = {sentence[a:b] for a, b in match_spans(sentence, terms)}
-        return (len(matched), len(_grams(sentence) & wanted), -i)
+        lo, hi = spans[i]
+        matched = {text[a:b] for a, b in found if lo <= a and b <= hi}
+        return (len(matched), len(_grams(text[lo:hi]) & wanted), -i)
 
     best = max(range(len(spans)), key=score)
     lo = hi = best
