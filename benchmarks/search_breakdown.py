@@ -40,7 +40,7 @@ def main() -> None:
             by_vector = timed("vector leg", lambda: store.vector_scores(vector, 100))
             by_words = timed("keyword leg", lambda: store.keyword_scores(words(query), 100))
             fused = timed("fusion", lambda: fuse({"vector": by_vector, "keyword": by_words}, "hybrid"))
-            chosen, _ = timed("group per file", lambda: _best_per_file(store, fused, 10))
+            chosen, _ = timed("group per file", lambda: _best_per_file(store.files_of_chunks, fused, 10))
             hits = timed("fetch passages", lambda: store.chunks_by_id([cid for cid, _ in chosen]))
             timed("snippets", lambda: [make_snippet(hit.text, query) for hit in hits.values()])
             timed("whole search()", lambda: search(store, embedder, query, 10))

@@ -10,7 +10,7 @@ binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from .decoding import UndecodableError, decode
 from .embedding import Embedder
 from .extract import split_lines
 from .errors import OboyuError
+from .resident import ResidentIndex
 from .search import make_filters, search
 from .store import Store, open_for_reading
 
@@ -40,6 +41,7 @@ class OboyuTools:
     db_path: Path
     embedder: Embedder
     allow_index: bool = False
+    resident: ResidentIndex = field(default_factory=ResidentIndex)  # reloaded when the index changes
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
                type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
@@ -51,7 +53,7 @@ class OboyuTools:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         filters = make_filters([path] if path else [], type, since)
         with open_for_reading(self.db_path) as store:
-            results = search(store, self.embedder, query, k, filters, mode=mode)
+            results = search(store, self.embedder, query, k, filters, mode=mode, resident=self.resident)
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}

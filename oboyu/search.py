@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -15,6 +15,7 @@ from .embedding import Embedder
 from .errors import OboyuError
 from .fusion import convex
 from .keywords import match_spans, words
+from .resident import ResidentIndex
 from .store import Filters, Store
 
 SNIPPET_CHARS = 200
@@ -53,8 +54,10 @@ def search(
     filters: Filters | None = None,
     mode: str = "hybrid",
     group: bool = True,
+    resident: ResidentIndex | None = None,
 ) -> list[Result]:
-    """The k best files (or chunks, with group=False) for a query."""
+    """The k best files (or chunks, with group=False) for a query. A long-lived caller passes a
+    ResidentIndex to rank from memory (unfiltered queries)."""
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
@@ -64,13 +67,22 @@ def search(
     indexed_with = store.get_meta("model_id")
     if indexed_with is None:
         return []
-    legs = rank_chunks(store, embedder, query, max(CANDIDATES, k * 3), filters, mode)
+    if resident is not None and (filters is None or filters == Filters()):
+        resident.refresh(store)
+    else:
+        resident = None
+    legs = rank_chunks(store, embedder, query, max(CANDIDATES, k * 3), filters, mode, resident)
     fused = fuse(legs, mode)
+    if resident is not None:
+        files_of, fetch = (lambda ids: {c: resident.hits[c].path for c in ids if c in resident.hits}), (
+            lambda ids: {c: resident.hits[c] for c in ids if c in resident.hits})
+    else:
+        files_of, fetch = store.files_of_chunks, store.chunks_by_id
     if group:
-        chosen, others = _best_per_file(store, fused, k)
+        chosen, others = _best_per_file(files_of, fused, k)
     else:
         chosen, others = fused[:k], {}
-    hits = store.chunks_by_id([cid for cid, _ in chosen])
+    hits = fetch([cid for cid, _ in chosen])
     leg_ranks = {leg: {cid: r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
@@ -89,7 +101,8 @@ def search(
 
 
 def rank_chunks(
-    store: Store, embedder: Embedder | None, query: str, n: int, filters: Filters | None, mode: str
+    store: Store, embedder: Embedder | None, query: str, n: int, filters: Filters | None, mode: str,
+    resident: ResidentIndex | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Each leg's n best chunks for the mode."""
     legs: dict[str, list[tuple[str, float]]] = {}
@@ -102,9 +115,11 @@ def rank_chunks(
                 f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
                 "run `oboyu index` again to re-embed it"
             )
-        legs["vector"] = store.vector_scores(embedder.embed_queries([query])[0], n, filters)
+        vector = embedder.embed_queries([query])[0]
+        legs["vector"] = resident.vector_scores(vector, n) if resident else store.vector_scores(vector, n, filters)
     if mode in ("hybrid", "keyword"):
-        legs["keyword"] = store.keyword_scores(words(query), n, filters)
+        terms = words(query)
+        legs["keyword"] = resident.keyword_scores(terms, n) if resident else store.keyword_scores(terms, n, filters)
     return legs
 
 
@@ -114,9 +129,11 @@ def fuse(legs: dict[str, list[tuple[str, float]]], mode: str) -> list[tuple[str,
     return convex(legs, {"vector": VECTOR_WEIGHT, "keyword": 1 - VECTOR_WEIGHT})
 
 
-def _best_per_file(store: Store, fused: list[tuple[str, float]], k: int) -> tuple[list[tuple[str, float]], dict[str, int]]:
+def _best_per_file(
+    files_of: Callable[[list[str]], dict[str, str]], fused: list[tuple[str, float]], k: int
+) -> tuple[list[tuple[str, float]], dict[str, int]]:
     """The best chunk of each of the k best files, and how many more chunks each file had."""
-    files = store.files_of_chunks([cid for cid, _ in fused])
+    files = files_of([cid for cid, _ in fused])
     best: dict[str, tuple[str, float]] = {}
     counts: dict[str, int] = {}
     for cid, score in fused:
@@ -172,12 +189,12 @@ def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> tuple[str
     spans = split_sentences(text) or [(0, len(text))]
     wanted = _grams(query)
 
-    found = match_spans(text, terms)  # once for the whole passage
+    norm_terms = [t for t in terms if len(t) > 1 or not t.isascii()]
 
     def score(i: int) -> tuple[int, int, int]:
-        lo, hi = spans[i]
-        matched = {text[a:b] for a, b in found if lo <= a and b <= hi}
-        return (len(matched), len(_grams(text[lo:hi]) & wanted), -i)
+        # substring tests on the normalised sentence: cheap, and MeCab runs once, on the snippet
+        sentence = unicodedata.normalize("NFKC", text[spans[i][0] : spans[i][1]]).lower()
+        return (sum(1 for t in norm_terms if t in sentence), len(_grams(sentence) & wanted), -i)
 
     best = max(range(len(spans)), key=score)
     lo = hi = best

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +185,7 @@ class Store:
             "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
         ).fetchall()
         with self._transaction():
+            self._bump_generation()
             self.con.execute(_KEYWORD_SCHEMA)
             counts = [(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows]
             self._insert_keywords(counts)
@@ -199,12 +201,17 @@ class Store:
         if current == model_id:
             return
         with self._transaction():
+            self._bump_generation()
             self.con.execute("DROP TABLE IF EXISTS embeddings")
             self.con.execute(f"CREATE TABLE embeddings (chunk_id VARCHAR, vector FLOAT[{int(dimensions)}])")
             self.con.execute("INSERT OR REPLACE INTO meta VALUES ('model_id', ?), ('dimensions', ?)", [model_id, str(dimensions)])
             if current is not None:  # every document must be embedded again
                 for table in ("kw_postings", "kw_lengths", "chunks", "documents"):
                     self.con.execute(f"DELETE FROM {table}")
+
+    def _bump_generation(self) -> None:
+        """Mark a change, so that processes holding the index in memory reload it."""
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", [uuid.uuid4().hex])
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -231,6 +238,7 @@ class Store:
         if not items:
             return
         with self._transaction():
+            self._bump_generation()
             self._delete_paths([doc.path for doc, _, _ in items])
             now = time.time()
             doc_ids = [r[0] for r in self.con.execute(f"SELECT nextval('document_ids') FROM range({len(items)})").fetchall()]
@@ -274,6 +282,7 @@ class Store:
         if not paths:
             return
         with self._transaction():
+            self._bump_generation()
             self._delete_paths(paths)
 
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
@@ -394,6 +403,15 @@ class Store:
             SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, 0.0
             FROM chunks c JOIN documents d ON d.id = c.document_id
             WHERE c.id IN ({_sql_strings(ids)})
+            """
+        ).fetchall()
+        return {row[0]: SearchHit(*row) for row in rows}
+
+    def all_chunks(self) -> dict[str, SearchHit]:
+        rows = self.con.execute(
+            """
+            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, 0.0
+            FROM chunks c JOIN documents d ON d.id = c.document_id
             """
         ).fetchall()
         return {row[0]: SearchHit(*row) for row in rows}

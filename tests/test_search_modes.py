@@ -11,6 +11,7 @@ import pytest
 from oboyu.cli import _colour, highlight
 from oboyu.evaluate import Query, doc_file_name, evaluate
 from oboyu.fusion import convex, rrf
+from oboyu.resident import ResidentIndex
 from oboyu.search import make_snippet, search
 from oboyu.store import ChunkRecord, DocumentRecord, Store
 
@@ -122,3 +123,21 @@ def test_a_version_1_index_is_upgraded_with_its_keyword_index(tmp_path: Path) ->
     with Store(path) as store:  # a writable open migrates
         assert store.get_meta("schema_version") == "2"
         assert [cid for cid, _ in store.keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
+
+
+def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: Store) -> None:
+    resident = ResidentIndex().refresh(store)
+    query = np.array([0.6, 0.8, 0.0, 0.0], dtype=np.float32)
+
+    def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+        return [c for c, _ in a] == [c for c, _ in b] and np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+
+    assert same(resident.keyword_scores(["猫", "鳥"], 10), store.keyword_scores(["猫", "鳥"], 10))
+    assert same(resident.vector_scores(query, 10), store.vector_scores(query, 10))
+    before = resident.generation
+    add_document(store, "/corpus/d.txt", [("猫猫猫", {"猫": 3})])
+    assert resident.refresh(store).generation != before
+    assert "/corpus/d.txt#0" in dict(resident.keyword_scores(["猫"], 10))
+    in_memory = search(store, None, "猫", k=5, mode="keyword", resident=resident)
+    from_tables = search(store, None, "猫", k=5, mode="keyword")
+    assert [r.to_json() for r in in_memory] == [r.to_json() for r in from_tables]

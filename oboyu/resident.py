@@ -1,0 +1,83 @@
+"""The index's vectors and keyword postings held in memory, for long-lived processes (the MCP
+server, `oboyu eval`, a TUI): each query then costs a matrix product and a few array sums
+instead of two table scans. Reloaded when the index's generation (bumped by every write) moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .store import BM25_B, BM25_K1, SearchHit, Store
+
+
+class ResidentIndex:
+    def __init__(self) -> None:
+        self.generation: str | None = None
+        self.chunk_ids = np.array([], dtype=object)
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (chunk rows, tf)
+        self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
+        self.hits: dict[str, SearchHit] = {}  # display fields of every chunk
+
+    def refresh(self, store: Store) -> ResidentIndex:
+        generation = store.get_meta("generation") or ""
+        if generation != self.generation:
+            self._load(store)
+            self.generation = generation
+        return self
+
+    def _load(self, store: Store) -> None:
+        self.hits = store.all_chunks()
+        rows = store.con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
+        self.chunk_ids = rows["chunk_id"].astype(object)
+        vectors = rows["vector"]
+        self.vectors = np.stack(vectors).astype(np.float32) if len(vectors) else np.zeros((0, 0), np.float32)
+        row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
+        lengths = np.zeros(len(self.chunk_ids), dtype=np.float32)
+        for cid, length in store.con.execute("SELECT chunk_id, length FROM kw_lengths").fetchall():
+            if cid in row_of:
+                lengths[row_of[cid]] = length
+        average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
+        self.length_norm = (BM25_K1 * (1 - BM25_B + BM25_B * lengths / average)).astype(np.float32)
+        postings = store.con.execute("SELECT term, chunk_id, tf FROM kw_postings ORDER BY term").fetchnumpy()
+        terms = postings["term"]
+        rows_ = np.array([row_of.get(cid, -1) for cid in postings["chunk_id"]], dtype=np.int64)
+        tfs = postings["tf"].astype(np.float32)
+        keep = rows_ >= 0
+        terms, rows_, tfs = terms[keep], rows_[keep], tfs[keep]
+        self.postings = {}
+        if len(terms):
+            starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+            ends = np.r_[starts[1:], len(terms)]
+            for start, end in zip(starts, ends):
+                self.postings[terms[start]] = (rows_[start:end], tfs[start:end])
+
+    def vector_scores(self, query_vector: np.ndarray, n: int) -> list[tuple[str, float]]:
+        if not len(self.chunk_ids):
+            return []
+        scores = self.vectors @ query_vector.astype(np.float32)
+        return self._top(scores, n, np.ones(len(scores), dtype=bool))
+
+    def keyword_scores(self, terms: list[str], n: int) -> list[tuple[str, float]]:
+        total = len(self.chunk_ids)
+        scores = np.zeros(total, dtype=np.float32)
+        hit = np.zeros(total, dtype=bool)
+        for term in set(terms):
+            if term not in self.postings:
+                continue
+            rows, tf = self.postings[term]
+            idf = np.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
+            hit[rows] = True
+        return self._top(scores, n, hit)
+
+    def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray) -> list[tuple[str, float]]:
+        candidates = np.flatnonzero(eligible)
+        if not len(candidates):
+            return []
+        if len(candidates) > n:
+            part = np.argpartition(-scores[candidates], n - 1)[:n]
+            candidates = candidates[part]
+        # best first; ties by chunk id, as the SQL legs order them
+        order = sorted(candidates, key=lambda i: (-float(scores[i]), self.chunk_ids[i]))
+        return [(self.chunk_ids[i], float(scores[i])) for i in order]
