@@ -52,6 +52,12 @@ class ResidentIndex:
             for start, end in zip(starts, ends):
                 self.postings[terms[start]] = (rows_[start:end], tfs[start:end])
 
+    def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
+        return {cid: self.hits[cid] for cid in ids if cid in self.hits}
+
+    def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
+        return {cid: self.hits[cid].path for cid in ids if cid in self.hits}
+
     def vector_scores(self, query_vector: np.ndarray, n: int) -> list[tuple[str, float]]:
         if not len(self.chunk_ids):
             return []

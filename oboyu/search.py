@@ -73,16 +73,12 @@ def search(
         resident = None
     legs = rank_chunks(store, embedder, query, max(CANDIDATES, k * 3), filters, mode, resident)
     fused = fuse(legs, mode)
-    if resident is not None:
-        files_of, fetch = (lambda ids: {c: resident.hits[c].path for c in ids if c in resident.hits}), (
-            lambda ids: {c: resident.hits[c] for c in ids if c in resident.hits})
-    else:
-        files_of, fetch = store.files_of_chunks, store.chunks_by_id
+    source: Store | ResidentIndex = resident if resident is not None else store
     if group:
-        chosen, others = _best_per_file(files_of, fused, k)
+        chosen, others = _best_per_file(source.files_of_chunks, fused, k)
     else:
         chosen, others = fused[:k], {}
-    hits = fetch([cid for cid, _ in chosen])
+    hits = source.chunks_by_id([cid for cid, _ in chosen])
     leg_ranks = {leg: {cid: r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
