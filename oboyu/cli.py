@@ -95,7 +95,7 @@ def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, 
 
 
 @cli.command()
-@click.argument("text")
+@click.argument("text", required=False)
 @_db_option
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Number of results.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
@@ -106,16 +106,30 @@ def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, 
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid", show_default=True,
               help="Meaning (vector), words (keyword), or both fused.")
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
-def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, mode: str, by_chunk: bool) -> None:
+@click.option("--explain", is_flag=True, help="Show each leg's rank and score for every result.")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read one query a line; write one JSON line of results each.")
+def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
+          since: str | None, until: str | None, mode: str, by_chunk: bool, explain: bool, from_stdin: bool) -> None:
     """Search the index."""
     from .engine import load_default_embedder
+    from .resident import ResidentIndex
     from .search import make_filters, search
     from .store import Store
 
+    if (text is None) == (not from_stdin):
+        raise click.UsageError("give either a query TEXT or --stdin")
     filters = make_filters(paths, types, since, until)
     with Store(db or default_db_path(), read_only=True) as store:
         embedder = load_default_embedder(ProgressLine()) if mode != "keyword" else None
+        if from_stdin:  # the model and the index are loaded once for all the queries
+            resident = ResidentIndex()
+            out = click.get_text_stream("stdout")
+            for line in click.get_text_stream("stdin"):
+                if line.strip():
+                    batch = search(store, embedder, line.strip(), k, filters, mode, not by_chunk, resident)
+                    out.write(json.dumps([r.to_json() for r in batch], ensure_ascii=False) + "\n")
+                    out.flush()
+            return
         results = search(store, embedder, text, k, filters, mode=mode, group=not by_chunk)
     out = click.get_text_stream("stdout")
     if as_json:
@@ -131,6 +145,12 @@ def query(text: str, db: Path | None, k: int, as_json: bool, paths: tuple[str, .
             if heading:
                 out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
             out.write(f"    {highlight(r.snippet, r.matches) if colour else r.snippet}\n")
+            if explain:
+                legs = ", ".join(
+                    f"{leg} rank {r.ranks[leg] if r.ranks[leg] else '-'} score {r.leg_scores[leg] if r.leg_scores[leg] is not None else '-'}"
+                    for leg in r.ranks
+                )
+                out.write(f"    [{r.mode}: {legs}]\n")
         if not results:
             click.echo("no results", err=True)
     if not results:

@@ -40,6 +40,7 @@ class Result:
     mode: str = "vector"
     matches: list[tuple[int, int]] = field(default_factory=list)  # query words in the snippet
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
+    leg_scores: dict[str, float | None] = field(default_factory=dict)  # each leg's raw score
     other_matches: int = 0  # further matching chunks of the same file (grouped results)
 
     def to_json(self) -> dict:
@@ -80,6 +81,7 @@ def search(
         chosen, others = fused[:k], {}
     hits = source.chunks_by_id([cid for cid, _ in chosen])
     leg_ranks = {leg: {cid: r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
+    leg_scores = {leg: dict(ranking) for leg, ranking in legs.items()}
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
@@ -90,10 +92,15 @@ def search(
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
                 snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
                 ranks={leg: ranks.get(cid) for leg, ranks in leg_ranks.items()},
+                leg_scores={leg: _rounded(scores.get(cid)) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0),
             )
         )
     return results
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
 
 
 def rank_chunks(

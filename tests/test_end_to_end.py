@@ -132,3 +132,17 @@ def test_usage_errors_are_one_line(oboyu_env: dict) -> None:
     result = oboyu(oboyu_env, "query", "x", "-k", "0")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("oboyu: error:")
+
+
+def test_stdin_batch_and_explain(tree: Path, oboyu_env: dict) -> None:
+    assert oboyu(oboyu_env, "index", str(tree), "--quiet").returncode == 0
+    batch = subprocess.run(
+        [sys.executable, "-m", "oboyu.cli", "query", "--stdin", "-k", "1"],
+        input="カレーのレシピ\n\nwatering tomato plants\n", env=oboyu_env, capture_output=True, text=True, timeout=300,
+    )
+    assert batch.returncode == 0, batch.stderr
+    lines = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert [hits[0]["path"] for hits in lines] == [str(tree / "notes/recipe.txt"), str(tree / "docs/garden.md")]
+    explained = oboyu(oboyu_env, "query", "カレー", "--explain", "-k", "1")
+    assert "[hybrid: vector rank 1 score " in explained.stdout and "keyword rank 1 score " in explained.stdout
+    assert oboyu(oboyu_env, "query").returncode == 2
