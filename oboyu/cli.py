@@ -232,7 +232,12 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
                 folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"
                 count = write_corpus(docs, folder)
                 progress.message(f"indexing {count} documents into {path}")
-                index_corpus(store, embedder, folder, progress)
+                stats = index_corpus(store, embedder, folder, progress)
+                chunks = store.counts()[1]
+                progress.message(
+                    f"indexed {count} documents, {chunks} chunks in {stats.seconds:.1f}s "
+                    f"({chunks / max(stats.seconds, 1e-9):.1f} chunks/s)"
+                )
             scores = evaluate(store, embedder, query_list, list(modes) or ["hybrid", "vector", "keyword"])
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))

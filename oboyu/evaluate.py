@@ -18,7 +18,7 @@ from urllib.parse import quote, unquote
 
 from .embedding import Embedder
 from .errors import OboyuError
-from .indexer import Indexer
+from .indexer import IndexStats, Indexer
 from .progress import ProgressLine
 from .resident import ResidentIndex
 from .search import search
@@ -85,8 +85,8 @@ def write_corpus(docs_path: Path, folder: Path) -> int:
     return len(docs)
 
 
-def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: ProgressLine) -> None:
-    Indexer(store, embedder, progress).index([folder])
+def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: ProgressLine) -> IndexStats:
+    return Indexer(store, embedder, progress).index([folder])
 
 
 def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str]) -> list[ModeScores]:

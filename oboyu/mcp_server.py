@@ -128,11 +128,11 @@ class OboyuTools:
     def _indexed_real_path(self, path: str) -> str:
         candidate = self._checked_path(path)
         with open_for_reading(self.db_path) as store:
-            record = store.has_document(candidate)
-        if record is None:
+            root = store.root_of(candidate)
+        if root is None:
             raise RefusedError("not an indexed file")
         real = os.path.realpath(candidate)
-        if not _inside(real, os.path.realpath(record[0])):
+        if not _inside(real, os.path.realpath(root)):
             raise RefusedError("file resolves outside its indexed folder")
         return real
 

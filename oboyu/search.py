@@ -68,11 +68,20 @@ def search(
     indexed_with = store.get_meta("model_id")
     if indexed_with is None:
         return []
+    if mode in ("hybrid", "vector"):
+        if embedder is None:
+            raise OboyuError(f"{mode} search needs the embedding model")
+        if indexed_with != embedder.info.model_id:
+            raise OboyuError(
+                f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
+                "run `oboyu index` again to re-embed it"
+            )
     if resident is not None and (filters is None or filters == Filters()):
         resident.refresh(store)
     else:
         resident = None
-    legs = rank_chunks(store, embedder, query, max(CANDIDATES, k * 3), filters, mode, resident)
+    terms = words(query)  # once: for the keyword leg and for every snippet
+    legs = rank_chunks(store, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, resident)
     fused = fuse(legs, mode)
     source: Store | ResidentIndex = resident if resident is not None else store
     if group:
@@ -85,7 +94,7 @@ def search(
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
-        snippet, matches = make_snippet(hit.text, query)
+        snippet, matches = make_snippet(hit.text, query, terms=terms)
         results.append(
             Result(
                 rank=rank, score=round(float(score), 4), path=hit.path, start_line=hit.start_line,
@@ -104,24 +113,15 @@ def _rounded(value: float | None) -> float | None:
 
 
 def rank_chunks(
-    store: Store, embedder: Embedder | None, query: str, n: int, filters: Filters | None, mode: str,
-    resident: ResidentIndex | None = None,
+    store: Store, embedder: Embedder | None, query: str, terms: list[str], n: int, filters: Filters | None,
+    mode: str, resident: ResidentIndex | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
-    """Each leg's n best chunks for the mode."""
+    """Each leg's n best chunks for the mode (the caller has checked the model)."""
     legs: dict[str, list[tuple[str, float]]] = {}
     if mode in ("hybrid", "vector"):
-        if embedder is None:
-            raise OboyuError(f"{mode} search needs the embedding model")
-        indexed_with = store.get_meta("model_id")
-        if indexed_with != embedder.info.model_id:
-            raise OboyuError(
-                f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
-                "run `oboyu index` again to re-embed it"
-            )
         vector = embedder.embed_queries([query])[0]
         legs["vector"] = resident.vector_scores(vector, n) if resident else store.vector_scores(vector, n, filters)
     if mode in ("hybrid", "keyword"):
-        terms = words(query)
         legs["keyword"] = resident.keyword_scores(terms, n) if resident else store.keyword_scores(terms, n, filters)
     return legs
 
@@ -177,27 +177,32 @@ def parse_time(value: str) -> int:
     return int(moment.timestamp() * 1e9)
 
 
-def _grams(text: str) -> set[str]:
-    """Character bigrams (and words for spaced scripts) of NFKC, lower-cased text."""
-    norm = unicodedata.normalize("NFKC", text).lower()
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _bigrams(norm: str) -> set[str]:
+    """Character bigrams (and words for spaced scripts) of normalised text."""
     grams = {norm[i : i + 2] for i in range(len(norm) - 1) if not norm[i : i + 2].isspace()}
     grams.update(w for w in re.findall(r"\w+", norm) if len(w) > 1)
     return grams
 
 
-def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> tuple[str, list[tuple[int, int]]]:
+def make_snippet(
+    text: str, query: str, limit: int = SNIPPET_CHARS, terms: list[str] | None = None
+) -> tuple[str, list[tuple[int, int]]]:
     """The sentence that shares most words with the query (then most character bigrams),
-    widened with its neighbours up to `limit`, and the spans of the query's words in it."""
-    terms = set(words(query))
+    widened with its neighbours up to `limit`, and the spans of the query's words in it.
+    `terms` are the query's words when the caller has them already."""
+    term_set = set(words(query) if terms is None else terms)
     spans = split_sentences(text) or [(0, len(text))]
-    wanted = _grams(query)
-
-    norm_terms = [t for t in terms if len(t) > 1 or not t.isascii()]
+    wanted = _bigrams(_normalise(query))
+    substring_terms = [t for t in term_set if len(t) > 1 or not t.isascii()]
 
     def score(i: int) -> tuple[int, int, int]:
         # substring tests on the normalised sentence: cheap, and MeCab runs once, on the snippet
-        sentence = unicodedata.normalize("NFKC", text[spans[i][0] : spans[i][1]]).lower()
-        return (sum(1 for t in norm_terms if t in sentence), len(_grams(sentence) & wanted), -i)
+        sentence = _normalise(text[spans[i][0] : spans[i][1]])
+        return (sum(1 for t in substring_terms if t in sentence), len(_bigrams(sentence) & wanted), -i)
 
     best = max(range(len(spans)), key=score)
     lo = hi = best
@@ -218,4 +223,4 @@ def make_snippet(text: str, query: str, limit: int = SNIPPET_CHARS) -> tuple[str
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text.rstrip()) and not snippet.endswith("…") else ""
     snippet = prefix + snippet + suffix
-    return snippet, match_spans(snippet, terms)
+    return snippet, match_spans(snippet, term_set)

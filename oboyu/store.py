@@ -122,7 +122,6 @@ class SearchHit:
     start_line: int
     end_line: int
     text: str
-    score: float
 
 
 class Store:
@@ -395,24 +394,16 @@ class Store:
         ).fetchall()
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
-        """Display fields of these chunks (score left at 0)."""
-        if not ids:
-            return {}
-        rows = self.con.execute(
-            f"""
-            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, 0.0
-            FROM chunks c JOIN documents d ON d.id = c.document_id
-            WHERE c.id IN ({_sql_strings(ids)})
-            """
-        ).fetchall()
-        return {row[0]: SearchHit(*row) for row in rows}
+        """Display fields of these chunks."""
+        return self._hits(f"WHERE c.id IN ({_sql_strings(ids)})") if ids else {}
 
     def all_chunks(self) -> dict[str, SearchHit]:
+        return self._hits("")
+
+    def _hits(self, where: str) -> dict[str, SearchHit]:
         rows = self.con.execute(
-            """
-            SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, 0.0
-            FROM chunks c JOIN documents d ON d.id = c.document_id
-            """
+            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text "
+            f"FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         ).fetchall()
         return {row[0]: SearchHit(*row) for row in rows}
 
@@ -426,17 +417,6 @@ class Store:
         ).fetchall()
         return dict(rows)
 
-    def search(self, query_vector: np.ndarray, k: int, filters: Filters | None = None) -> list[SearchHit]:
-        """Vector search with display fields, best first."""
-        scores = self.vector_scores(query_vector, k, filters)
-        hits = self.chunks_by_id([cid for cid, _ in scores])
-        out = []
-        for cid, score in scores:
-            hit = hits[cid]
-            hit.score = float(score)
-            out.append(hit)
-        return out
-
     def roots(self) -> list[tuple[str, int, int, object]]:
         """Indexed folders: (root, documents, chunks, last update)."""
         return self.con.execute(
@@ -447,10 +427,10 @@ class Store:
             """
         ).fetchall()
 
-    def has_document(self, path: str) -> tuple[str, str] | None:
-        """(root, file type) of an indexed file, or None."""
-        row = self.con.execute("SELECT root, file_type FROM documents WHERE path = ?", [path]).fetchone()
-        return (row[0], row[1]) if row else None
+    def root_of(self, path: str) -> str | None:
+        """The indexed folder of an indexed file, or None."""
+        row = self.con.execute("SELECT root FROM documents WHERE path = ?", [path]).fetchone()
+        return row[0] if row else None
 
     def counts(self) -> tuple[int, int]:
         docs = self.con.execute("SELECT count(*) FROM documents").fetchone()[0]
