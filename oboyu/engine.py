@@ -10,7 +10,7 @@ DEFAULT_PROVIDER = "CPUExecutionProvider"
 
 
 def load_default_embedder(progress: ProgressLine | None = None) -> Embedder:
-    """The default model's embedder; the first call builds the model (31–35 s measured on 2 cores)."""
+    """The default model's embedder; the first call builds the model (30–35 s measured on 2 cores)."""
     progress = progress or ProgressLine(enabled=False)
     announced = False
 
