@@ -47,12 +47,31 @@ def _colour(stream) -> bool:
     return stream.isatty() and "NO_COLOR" not in os.environ
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="oboyu")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-def cli(debug: bool) -> None:
-    """oboyu (覚ゆ): semantic search over your own documents, offline."""
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """oboyu (覚ゆ): semantic search over your own documents, offline.
+
+    With no command on a terminal, opens the interactive app (`oboyu tui`)."""
     # --debug is read by main(), which must know it before any command runs
+    if ctx.invoked_subcommand is None:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            ctx.invoke(tui)
+        else:
+            click.echo(ctx.get_help())
+
+
+@cli.command()
+@_db_option
+def tui(db: Path | None) -> None:
+    """The interactive app: search as you type, preview, open, manage indexes."""
+    from .tui import run
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise OboyuError("the interactive app needs a terminal; use `oboyu query` in scripts")
+    run(db or default_db_path())
 
 
 @cli.command()
@@ -256,9 +275,6 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:  # bare `oboyu`: the help, not an error
-        click.echo(exc.format_message())
-        sys.exit(0)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         click.echo(f"oboyu: error: {exc.format_message()}{hint}", err=True)

@@ -9,6 +9,7 @@ which the score below punishes.
 from __future__ import annotations
 
 import codecs
+import os
 from dataclasses import dataclass
 
 from .errors import OboyuError
@@ -147,3 +148,16 @@ def _detect(data: bytes) -> Decoded:
     if match is None or match.encoding is None:
         raise UndecodableError("no text encoding fits these bytes")
     return Decoded(str(match), match.encoding)
+
+
+def read_text_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> str:
+    """A file's text, decoded as the indexer decodes it; errors say why in one line."""
+    try:
+        flags = os.O_RDONLY | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(os.open(path, flags), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise OboyuError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise OboyuError(f"{path} is larger than {max_bytes // (1024 * 1024)} MB")
+    return decode(data).text

@@ -10,7 +10,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,22 @@ class IndexStats:
     chunks: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
+    stopped: bool = False  # asked to stop before the end; what was stored is complete per file
+
+
+@dataclass
+class IndexProgress:
+    files_done: int
+    files_total: int
+    chunks: int
+    rate: float  # chunks per second
+    eta: float  # seconds
+
+    def line(self) -> str:
+        return (
+            f"indexing {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
+            f"{self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+        )
 
 
 @dataclass
@@ -79,12 +95,16 @@ def looks_binary(data: bytes) -> bool:
 
 class Indexer:
     def __init__(self, store: Store, embedder: Embedder, progress: ProgressLine | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False):
+                 max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
+                 on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None):
+        """`on_progress` hears of each step; setting `stop` ends the run after the batch in hand."""
         self.store = store
         self.embedder = embedder
         self.progress = progress or ProgressLine(enabled=False)
         self.max_bytes = max_bytes
         self.follow_symlinks = follow_symlinks
+        self.on_progress = on_progress
+        self.stop = stop or threading.Event()
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
 
     def index(self, roots: Iterable[Path]) -> IndexStats:
@@ -125,12 +145,12 @@ class Indexer:
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
         work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
         errors: list[BaseException] = []
-        stop = threading.Event()
+        reader_stop = threading.Event()
 
         def reader() -> None:
             try:
                 for entry, previous in todo:
-                    if stop.is_set():
+                    if reader_stop.is_set():
                         return
                     work.put(self._prepare(entry, previous))
             except BaseException as exc:  # surfaced in the main thread
@@ -147,6 +167,9 @@ class Indexer:
         finished = False
         try:
             while not finished:
+                if self.stop.is_set():
+                    stats.stopped = True
+                    break
                 item = work.get()
                 batch_ready = False
                 if item is None:
@@ -175,12 +198,12 @@ class Indexer:
                 elapsed = time.perf_counter() - started
                 rate = stats.chunks / elapsed if elapsed > 0 else 0.0
                 eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
-                self.progress.update(
-                    f"indexing {done_files:,}/{len(todo):,} files · {stats.chunks:,} chunks · "
-                    f"{rate:.1f} chunks/s · ETA {format_duration(eta)}"
-                )
+                step = IndexProgress(done_files, len(todo), stats.chunks, rate, eta)
+                self.progress.update(step.line())
+                if self.on_progress is not None:
+                    self.on_progress(step)
         finally:
-            stop.set()
+            reader_stop.set()
             while thread.is_alive():  # let a blocked reader finish
                 try:
                     work.get_nowait()

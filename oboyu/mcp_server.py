@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decoding import UndecodableError, decode
+from .decoding import read_text_file
 from .embedding import Embedder
 from .extract import split_lines
 from .errors import OboyuError
@@ -63,17 +63,9 @@ class OboyuTools:
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         real = self._indexed_real_path(path)
         try:
-            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(MAX_READ_FILE_BYTES + 1)
-        except OSError as exc:
-            raise RefusedError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if len(data) > MAX_READ_FILE_BYTES:
-            raise RefusedError("file is larger than the read limit")
-        try:
-            lines = split_lines(decode(data).text)
-        except UndecodableError as exc:
-            raise RefusedError(f"cannot decode {path}: {exc}") from exc
+            lines = split_lines(read_text_file(real, MAX_READ_FILE_BYTES, follow_symlinks=False))
+        except OboyuError as exc:
+            raise RefusedError(str(exc)) from exc
         first = max(1, start_line or 1)
         last = min(len(lines), end_line or len(lines))
         if last < first and lines:

@@ -13,6 +13,7 @@ from .store import BM25_B, BM25_K1, SearchHit, Store
 class ResidentIndex:
     def __init__(self) -> None:
         self.generation: str | None = None
+        self.model_id: str | None = None  # the model the loaded vectors came from
         self.chunk_ids = np.array([], dtype=object)
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (chunk rows, tf)
@@ -27,6 +28,7 @@ class ResidentIndex:
         return self
 
     def _load(self, store: Store) -> None:
+        self.model_id = store.get_meta("model_id")
         self.hits = store.all_chunks()
         rows = store.con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
         self.chunk_ids = rows["chunk_id"].astype(object)

@@ -48,7 +48,7 @@ class Result:
 
 
 def search(
-    store: Store,
+    store: Store | None,
     embedder: Embedder | None,
     query: str,
     k: int = 10,
@@ -58,14 +58,17 @@ def search(
     resident: ResidentIndex | None = None,
 ) -> list[Result]:
     """The k best files (or chunks, with group=False) for a query. A long-lived caller passes a
-    ResidentIndex to rank from memory (unfiltered queries)."""
+    ResidentIndex to rank from memory (unfiltered queries); with no store, the resident index
+    answers as last loaded."""
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
         raise OboyuError("-k must be at least 1")
     if mode not in MODES:
         raise OboyuError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
-    indexed_with = store.get_meta("model_id")
+    if store is None and (resident is None or filters not in (None, Filters())):
+        raise OboyuError("a filtered search needs the index file")
+    indexed_with = store.get_meta("model_id") if store is not None else resident.model_id
     if indexed_with is None:
         return []
     if mode in ("hybrid", "vector"):
@@ -77,7 +80,8 @@ def search(
                 "run `oboyu index` again to re-embed it"
             )
     if resident is not None and (filters is None or filters == Filters()):
-        resident.refresh(store)
+        if store is not None:
+            resident.refresh(store)
     else:
         resident = None
     terms = words(query)  # once: for the keyword leg and for every snippet
@@ -113,7 +117,7 @@ def _rounded(value: float | None) -> float | None:
 
 
 def rank_chunks(
-    store: Store, embedder: Embedder | None, query: str, terms: list[str], n: int, filters: Filters | None,
+    store: Store | None, embedder: Embedder | None, query: str, terms: list[str], n: int, filters: Filters | None,
     mode: str, resident: ResidentIndex | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Each leg's n best chunks for the mode (the caller has checked the model)."""

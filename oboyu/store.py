@@ -142,6 +142,15 @@ class Store:
         self.read_only = read_only
         self._check_schema()
 
+    @classmethod
+    def reader_of(cls, writer: Store) -> Store:
+        """A read-only view through a new cursor of an open writable Store: another thread of the
+        same process reads the committed state while the writer works (DuckDB refuses a second,
+        read-only connection to a file this process already has open for writing)."""
+        reader = cls.__new__(cls)
+        reader.path, reader.read_only, reader.con = writer.path, True, writer.con.cursor()
+        return reader
+
     def close(self) -> None:
         self.con.close()
 
@@ -283,6 +292,12 @@ class Store:
         with self._transaction():
             self._bump_generation()
             self._delete_paths(paths)
+
+    def remove_root(self, root: str) -> int:
+        """Drop an indexed folder and every row of its files; returns how many files went."""
+        paths = [row[0] for row in self.con.execute("SELECT path FROM documents WHERE root = ?", [root]).fetchall()]
+        self.delete_paths(paths)
+        return len(paths)
 
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
         """A file touched but not changed: remember its new stat so it is not read again."""

@@ -1,0 +1,11 @@
+"""The interactive app: `oboyu` on a terminal, or `oboyu tui`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run(db_path: Path) -> None:
+    from .app import OboyuApp
+
+    OboyuApp(db_path).run()

@@ -1,0 +1,265 @@
+"""Screens over the search screen: help, filters, a folder picker, a prompt, and the indexes."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import (Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar,
+                             Static)
+
+from ..errors import OboyuError
+from ..indexer import IndexProgress
+from ..search import make_filters
+from ..store import Filters
+from .widgets import display_path
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        text = resources.files("oboyu.tui").joinpath("help.md").read_text(encoding="utf-8")
+        with Vertical(id="dialog", classes="help"):
+            yield Markdown(text)
+            yield Footer()
+
+
+class FilterScreen(ModalScreen[Filters | None]):
+    """Path globs, file types and a modification-time range; applied before ranking."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, current: Filters, texts: dict[str, str]):
+        super().__init__()
+        self.current, self.texts = current, texts
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("Filters", classes="title")
+            yield Label("Paths (globs, space-separated; !glob excludes)")
+            yield Input(self.texts.get("paths", ""), placeholder="*.md  notes/*  !drafts/*", id="paths")
+            yield Label("Types")
+            yield Input(self.texts.get("types", ""), placeholder="md,txt", id="types")
+            yield Label("Modified since / until (2026-01-31, or an age like 7d)")
+            with Horizontal(classes="row"):
+                yield Input(self.texts.get("since", ""), placeholder="since", id="since")
+                yield Input(self.texts.get("until", ""), placeholder="until", id="until")
+            yield Label("", id="error")
+            with Horizontal(classes="buttons"):
+                yield Button("Apply", variant="primary", id="apply")
+                yield Button("Clear", id="clear")
+                yield Button("Cancel", id="cancel")
+
+    def values(self) -> dict[str, str]:
+        return {name: self.query_one(f"#{name}", Input).value.strip() for name in ("paths", "types", "since", "until")}
+
+    def on_input_submitted(self) -> None:
+        self.apply()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "apply":
+            self.apply()
+        elif event.button.id == "clear":
+            self.texts.clear()
+            self.dismiss(Filters())
+        else:
+            self.dismiss(None)
+
+    def apply(self) -> None:
+        values = self.values()
+        try:
+            filters = make_filters(values["paths"].split(), values["types"] or None,
+                                   values["since"] or None, values["until"] or None)
+        except OboyuError as exc:
+            self.query_one("#error", Label).update(str(exc))
+            return
+        self.texts.clear()
+        self.texts.update(values)
+        self.dismiss(filters)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line of text, e.g. the path of another index file."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, value: str = "", placeholder: str = ""):
+        super().__init__()
+        self.title_text, self.value, self.placeholder = title, value, placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.title_text, classes="title")
+            yield Input(self.value, placeholder=self.placeholder)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class FolderPicker(ModalScreen[Path | None]):
+    """Choose a folder: browse the tree (Enter opens, a click picks) or type its path."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, start: Path):
+        super().__init__()
+        self.start = start
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="picker"):
+            yield Label("Add a folder to the index", classes="title")
+            yield Input(str(self.start), id="folder")
+            yield DirectoryTree(self.start, id="tree")
+            yield Label("", id="error")
+            with Horizontal(classes="buttons"):
+                yield Button("Add", variant="primary", id="add")
+                yield Button("Cancel", id="cancel")
+
+    def on_directory_tree_directory_selected(self, event: DirectoryTree.DirectorySelected) -> None:
+        self.query_one("#folder", Input).value = str(event.path)
+
+    def on_input_submitted(self) -> None:
+        self.choose()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "add":
+            self.choose()
+        else:
+            self.dismiss(None)
+
+    def choose(self) -> None:
+        path = Path(os.path.expanduser(self.query_one("#folder", Input).value.strip()))
+        if not path.is_dir():
+            self.query_one("#error", Label).update(f"not a folder: {path}")
+            return
+        self.dismiss(path.resolve())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS = [Binding("escape,n", "answer(False)", "No"), Binding("y", "answer(True)", "Yes")]
+
+    def __init__(self, question: str):
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.question)
+            with Horizontal(classes="buttons"):
+                yield Button("Yes", variant="error", id="yes")
+                yield Button("No", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class IndexScreen(Screen):
+    """The indexed folders with their counts; add, remove and reindex them in the background."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("a", "add", "Add folder"),
+        Binding("d", "remove", "Remove"),
+        Binding("r", "reindex", "Reindex"),
+        Binding("R", "reindex_all", "Reindex all"),
+        Binding("s", "stop", "Stop"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Label("", id="index-title")
+        yield DataTable(id="roots", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="progress-row"):
+            yield ProgressBar(id="progress", show_eta=False)
+            yield Static("", id="progress-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#roots", DataTable)
+        table.add_columns("Folder", "Documents", "Chunks", "Last update")
+        self.refresh_roots()
+        self.show_progress(self.app.index_progress)
+
+    def refresh_roots(self) -> None:
+        self.run_worker(self._load_roots, thread=True, group="roots", exclusive=True, exit_on_error=False)
+
+    def _load_roots(self) -> None:
+        try:
+            summary = self.app.live.summary()
+        except OboyuError as exc:
+            self.app.call_from_thread(self.app.notify, str(exc), severity="error")
+            return
+        self.app.call_from_thread(self._show_roots, summary)
+
+    def _show_roots(self, summary) -> None:
+        self.query_one("#index-title", Label).update(
+            f"{display_path(self.app.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
+        )
+        table = self.query_one("#roots", DataTable)
+        table.clear()
+        for root, documents, chunks, last in summary.roots:
+            when = last.strftime("%Y-%m-%d %H:%M") if isinstance(last, datetime) else "—"
+            table.add_row(display_path(root), f"{documents:,}", f"{chunks:,}", when, key=root)
+
+    def show_progress(self, progress: IndexProgress | None, message: str = "") -> None:
+        bar = self.query_one("#progress", ProgressBar)
+        text = self.query_one("#progress-text", Static)
+        bar.display = progress is not None  # an idle bar would animate
+        if progress is None:
+            text.update(message or ("indexing…" if self.app.indexing else "a: add a folder · r: reindex · d: remove"))
+            return
+        bar.update(total=max(progress.files_total, 1), progress=progress.files_done)
+        text.update(progress.line())
+
+    def selected_root(self) -> str | None:
+        table = self.query_one("#roots", DataTable)
+        if not table.row_count:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+    def action_add(self) -> None:
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.app.start_indexing([path])
+
+        self.app.push_screen(FolderPicker(Path.home()), chosen)
+
+    def action_remove(self) -> None:
+        root = self.selected_root()
+        if root is None:
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.app.remove_root(root)
+
+        self.app.push_screen(ConfirmScreen(f"Remove {display_path(root)} and all its rows from the index?"), confirmed)
+
+    def action_reindex(self) -> None:
+        root = self.selected_root()
+        if root is not None:
+            self.app.start_indexing([Path(root)])
+
+    def action_reindex_all(self) -> None:
+        self.app.reindex_all()
+
+    def action_stop(self) -> None:
+        self.app.stop_indexing()

@@ -1,0 +1,103 @@
+"""The search screen's parts: the results list, the preview of a passage in its file, the status bar."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rich.console import Group
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from ..search import Result
+
+MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
+PREVIEW_CONTEXT_LINES = 200  # lines of the file shown around the passage
+
+
+def display_path(path: str | Path) -> str:
+    """A path with the home folder written as ~."""
+    text, home = str(path), os.path.expanduser("~")
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def highlighted(text: str, spans: list[tuple[int, int]], style: Style | str = "") -> Text:
+    out = Text(text, style=style, no_wrap=True, overflow="ellipsis")
+    for start, end in spans:
+        out.stylize(MATCH, start, end)
+    return out
+
+
+def result_prompt(result: Result) -> Group:
+    """Three lines: file name, folder and score; heading path; snippet with the matches marked."""
+    path = Path(result.path)
+    first = Table.grid(expand=True, padding=(0, 0, 0, 1))
+    first.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    first.add_column(justify="right", no_wrap=True)
+    name = Text(path.name, style="bold", no_wrap=True, overflow="ellipsis")
+    name.append(f"  {display_path(path.parent)}", style="dim")
+    score = f"{result.score:.3f}"
+    if result.other_matches:
+        score = f"+{result.other_matches}  {score}"
+    first.add_row(name, Text(score, style="dim"))
+    heading = Text(result.heading or result.title or "", style="italic", no_wrap=True, overflow="ellipsis")
+    heading.append(f"  L{result.start_line}–{result.end_line}", style="dim")
+    return Group(first, heading, highlighted(result.snippet, result.matches))
+
+
+class ResultList(OptionList):
+    """The ranked files (or passages); highlighting one shows it in the preview."""
+
+    results: list[Result] = []
+
+    def show(self, results: list[Result]) -> None:
+        self.results = results
+        self.set_options(Option(result_prompt(r), id=r.chunk_id) for r in results)
+        if results:
+            self.highlighted = 0
+
+    @property
+    def current(self) -> Result | None:
+        if self.highlighted is None or not 0 <= self.highlighted < len(self.results):
+            return None
+        return self.results[self.highlighted]
+
+
+def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[tuple[int, int]]],
+                 context: int = PREVIEW_CONTEXT_LINES) -> tuple[Text, int]:
+    """Numbered lines around the passage (lines first..last, 1-based) with the passage marked in
+    the gutter and matches highlighted; returns the text and the row of the passage's first line."""
+    lo, hi = max(1, first - context), min(len(lines), last + context)
+    width = len(str(hi))
+    out = Text(no_wrap=True, overflow="crop", end="")
+    for number in range(lo, hi + 1):
+        inside = first <= number <= last
+        out.append(f"{number:>{width}} ", style="bold" if inside else "dim")
+        out.append("▌ " if inside else "  ", style="yellow" if inside else "")
+        line = highlighted(lines[number - 1], spans.get(number, []))
+        out.append_text(line)
+        if number < hi:
+            out.append("\n")
+    return out, first - lo
+
+
+class Preview(VerticalScroll, can_focus=True):
+    """The passage in the context of its file, scrolled to it."""
+
+    def compose(self):
+        yield Static(id="preview-text")
+
+    def show(self, text: Text, row: int, title: str) -> None:
+        self.border_title = title
+        self.query_one("#preview-text", Static).update(text)
+        self.call_after_refresh(self.scroll_to, y=max(0, row - 2), animate=False)
+
+    def clear(self, message: str = "") -> None:
+        self.border_title = ""
+        self.query_one("#preview-text", Static).update(Text(message, style="dim"))

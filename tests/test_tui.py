@@ -1,0 +1,303 @@
+"""The interactive app, driven by Textual's Pilot over a real index of real files."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from oboyu.embedding import Embedder
+from oboyu.indexer import Indexer
+from oboyu.store import Store
+from oboyu.tui.app import OboyuApp, editor_arguments
+from oboyu.tui.screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen
+from oboyu.tui.widgets import Preview, ResultList
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder with the example notes, so displayed paths read ~/notes/…"""
+    home = tmp_path / "home"
+    shutil.copytree(EXAMPLES, home / "notes")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def db(home: Path, embedder: Embedder) -> Path:
+    path = home / "index.duckdb"
+    with Store(path) as store:
+        Indexer(store, embedder).index([home / "notes"])
+        # a fixed update time, so that screens showing it compare equal across runs
+        store.con.execute("UPDATE documents SET indexed_at = TIMESTAMP '2026-01-02 09:30:00'")
+    return path
+
+
+async def answered(pilot, app: OboyuApp, query: str, timeout: float = 30.0) -> None:
+    """Wait until the list shows the answer to `query`."""
+    for _ in range(int(timeout / 0.05)):
+        if app.shown is not None and app.shown.query == query:
+            await pilot.pause()
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"no answer to {query!r} within {timeout}s")
+
+
+async def until(pilot, condition, timeout: float = 60.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("timed out")
+
+
+def first_paths(app: OboyuApp) -> list[str]:
+    return [Path(r.path).name for r in app.query_one(ResultList).results]
+
+
+def preview_text(app: OboyuApp) -> str:
+    return str(app.query_one("#preview-text").render())
+
+
+def test_typing_shows_the_expected_file_first_and_its_passage_in_the_preview(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press(*"カレーの作り方")
+            await answered(pilot, app, "カレーの作り方")
+            assert first_paths(app)[0] == "curry.txt"
+            await until(pilot, lambda: "飴色" in preview_text(app))
+            assert app.query_one(Preview).border_title.endswith("curry.txt:1")
+            await pilot.press("enter")
+            assert app.focused is app.query_one(Preview)
+            await pilot.press("y")
+            assert app.clipboard == str(db.parent / "notes" / "home" / "curry.txt")
+            await pilot.press("escape")
+            await pilot.press(*["backspace"] * 7, *"release the wheel")
+            await answered(pilot, app, "release the wheel")
+            assert first_paths(app)[0] == "release-checklist.md"
+            await pilot.press("down")
+            assert app.query_one(ResultList).highlighted == 1
+
+    asyncio.run(run())
+
+
+def test_a_late_answer_never_replaces_a_newer_one(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test() as pilot:
+            await pilot.press(*"京都")
+            await answered(pilot, app, "京都")
+            newest = app.shown
+            older = type(newest)(newest.serial - 1, "カレー", newest.mode, newest.filters)
+            from oboyu.live import Answer
+
+            app._show_answer(older, Answer(results=[]), 0.0)
+            assert app.shown is newest
+            assert first_paths(app)[0] == "kyoto-trip.md"
+
+    asyncio.run(run())
+
+
+def test_modes_cycle_and_the_status_bar_says_which(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.press(*"changelog")
+            await answered(pilot, app, "changelog")
+            assert app.shown.mode == "hybrid"
+            for expected in ("vector", "keyword", "hybrid"):
+                await pilot.press("ctrl+t")
+                await until(pilot, lambda: app.shown.mode == expected)
+                assert first_paths(app)[0] == "release-checklist.md"
+                assert f" {expected} " in str(app.query_one("#status").render())
+            await pilot.press("ctrl+t", "ctrl+t")
+            assert app.mode == "keyword"
+            assert all(r.ranks.get("vector") is None for r in app.query_one(ResultList).results)
+
+    asyncio.run(run())
+
+
+def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press(*"京都の旅行")
+            await answered(pilot, app, "京都の旅行")
+            assert any(name.endswith(".txt") for name in first_paths(app))
+            await pilot.press("ctrl+f")
+            assert isinstance(app.screen, FilterScreen)
+            app.screen.query_one("#types").value = "txt,html"
+            app.screen.query_one("#since").value = "yesterday"
+            await pilot.click("#apply")
+            assert "not a date" in str(app.screen.query_one("#error").render())
+            app.screen.query_one("#since").value = ""
+            app.screen.query_one("#since").focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: app.shown.serial > 1 and app.shown.filters.types == ("txt", "html"))
+            names = first_paths(app)
+            assert names and all(name.endswith((".txt", ".html")) for name in names)
+            assert "filtered" in str(app.query_one("#status").render())
+
+    asyncio.run(run())
+
+
+def test_help_screen_lists_the_keys(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test() as pilot:
+            await pilot.press("f1")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            assert not isinstance(app.screen, HelpScreen)
+            await pilot.press("?")  # in the search box, ? is a character
+            assert app.query_one("#query").value == "?"
+
+    asyncio.run(run())
+
+
+def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
+    db: Path, home: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extra = home / "garden"
+    extra.mkdir()
+    for i in range(6):
+        (extra / f"plant-{i}.md").write_text(f"# 植物 {i}\n\nトマトの苗は日当たりの良い場所に植える。水やりは朝に。\n", encoding="utf-8")
+    # hold the indexer's first batch until a search has been answered, so the two overlap
+    searched = threading.Event()
+    original = Indexer._embed_and_store
+
+    def gated(self, prepared, stats):
+        assert searched.wait(60), "no search was answered while indexing"
+        return original(self, prepared, stats)
+
+    monkeypatch.setattr(Indexer, "_embed_and_store", gated)
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+o")
+            assert isinstance(app.screen, IndexScreen)
+            table = app.screen.query_one("#roots")
+            await until(pilot, lambda: table.row_count == 1)
+            await pilot.press("a")
+            assert isinstance(app.screen, FolderPicker)
+            app.screen.query_one("#folder").value = "~/garden"
+            await pilot.press("enter")
+            await until(pilot, lambda: app.indexing)
+            await pilot.press("escape")  # back to searching while it runs
+            await pilot.press(*"カレー")
+            await answered(pilot, app, "カレー")
+            assert app.indexing and first_paths(app)[0] == "curry.txt"
+            searched.set()
+            await until(pilot, lambda: not app.indexing)
+            await pilot.press("ctrl+o")
+            table = app.screen.query_one("#roots")
+            await until(pilot, lambda: table.row_count == 2)
+            await pilot.press("escape", *["backspace"] * 3, *"トマトの苗")
+            await answered(pilot, app, "トマトの苗")
+            assert first_paths(app)[0].startswith("plant-")
+
+    asyncio.run(run())
+    with Store(db, read_only=True) as store:
+        assert [Path(root).name for root, *_ in store.roots()] == ["garden", "notes"]
+
+
+def test_removing_a_root_drops_its_rows(db: Path, embedder: Embedder) -> None:
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+o")
+            table = app.screen.query_one("#roots")
+            await until(pilot, lambda: table.row_count == 1)
+            await pilot.press("d", "y")
+            await until(pilot, lambda: table.row_count == 0)
+
+    asyncio.run(run())
+    with Store(db, read_only=True) as store:
+        assert store.counts() == (0, 0)
+
+
+def test_errors_are_notifications_not_crashes(db: Path, home: Path, embedder: Embedder) -> None:
+    """A database locked by another process, and a folder that is gone."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb, sys, time; c = duckdb.connect({str(db)!r}); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+
+        async def run() -> None:
+            app = OboyuApp(db, embedder)
+            messages: list[str] = []
+            notify = app.notify
+            app.notify = lambda message, **kw: (messages.append(str(message)), notify(message, **kw))[1]
+            async with app.run_test(size=(100, 30)) as pilot:
+                await pilot.press(*"カレー")
+                await until(pilot, lambda: any("in use by another oboyu process" in m for m in messages))
+                app.start_indexing([home / "no-such-folder"])
+                await until(pilot, lambda: any("no such folder" in m for m in messages))
+                assert not app.indexing
+                assert app.is_running
+
+        asyncio.run(run())
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_editor_arguments() -> None:
+    assert editor_arguments("vim", "/a b.md", 12) == ["+12", "/a b.md"]
+    assert editor_arguments("code --wait", "/a.md", 3) == ["-g", "/a.md:3"]
+    assert editor_arguments("/usr/bin/hx", "/a.md", 3) == ["/a.md:3"]
+
+
+# --- snapshots of the main screens (keyword mode: its scores do not depend on the CPU's float kernels)
+
+def snapshot_app(db: Path, embedder: Embedder, theme: str = "textual-dark") -> OboyuApp:
+    app = OboyuApp(db, embedder, mode="keyword")
+    app.theme = theme
+    return app
+
+
+def typed(query: str, *keys: str):
+    async def run_before(pilot) -> None:
+        pilot.app.query_one("#query").cursor_blink = False
+        await pilot.press(*query)
+        await answered(pilot, pilot.app, query)
+        await until(pilot, lambda: "Type to search" not in preview_text(pilot.app))
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause(0.3)
+
+    return run_before
+
+
+def test_snapshot_search_80x24(db: Path, embedder: Embedder, snap_compare) -> None:
+    assert snap_compare(snapshot_app(db, embedder), terminal_size=(80, 24), run_before=typed("玉ねぎを炒める"))
+
+
+def test_snapshot_search_wide_light(db: Path, embedder: Embedder, snap_compare) -> None:
+    app = snapshot_app(db, embedder, theme="textual-light")
+    assert snap_compare(app, terminal_size=(140, 36), run_before=typed("release changelog"))
+
+
+def test_snapshot_index_screen(db: Path, embedder: Embedder, snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        pilot.app.query_one("#query").cursor_blink = False
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: pilot.app.screen.query_one("#roots").row_count == 1)
+        await pilot.pause(0.3)
+
+    assert snap_compare(snapshot_app(db, embedder), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_help_and_filters(db: Path, embedder: Embedder, snap_compare) -> None:
+    assert snap_compare(snapshot_app(db, embedder), terminal_size=(80, 24), run_before=typed("京都", "f1"))
