@@ -272,7 +272,9 @@ def typed(query: str, *keys: str):
         pilot.app.query_one("#query").cursor_blink = False
         await pilot.press(*query)
         await answered(pilot, pilot.app, query)
-        await until(pilot, lambda: "Type to search" not in preview_text(pilot.app))
+        current = pilot.app.query_one(ResultList).current
+        title = f"{Path(current.path).name}:{current.start_line}"
+        await until(pilot, lambda: pilot.app.query_one(Preview).border_title.endswith(title))
         if keys:
             await pilot.press(*keys)
         await pilot.pause(0.3)

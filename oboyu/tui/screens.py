@@ -7,6 +7,7 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -193,8 +194,6 @@ class IndexScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#roots", DataTable)
-        table.add_columns("Folder", "Documents", "Chunks", "Last update")
         self.refresh_roots()
         self.show_progress(self.app.index_progress)
 
@@ -214,10 +213,16 @@ class IndexScreen(Screen):
             f"{display_path(self.app.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
         )
         table = self.query_one("#roots", DataTable)
-        table.clear()
-        for root, documents, chunks, last in summary.roots:
+        table.clear(columns=True)
+        # widths set here, from the rows, so the table never draws before it has measured them
+        folders = [display_path(root) for root, *_ in summary.roots]
+        table.add_column("Folder", width=max([cell_len(f) for f in folders] + [6]))
+        table.add_column("Documents", width=9)
+        table.add_column("Chunks", width=9)
+        table.add_column("Last update", width=16)
+        for folder, (root, documents, chunks, last) in zip(folders, summary.roots):
             when = last.strftime("%Y-%m-%d %H:%M") if isinstance(last, datetime) else "—"
-            table.add_row(display_path(root), f"{documents:,}", f"{chunks:,}", when, key=root)
+            table.add_row(folder, f"{documents:,}", f"{chunks:,}", when, key=root)
 
     def show_progress(self, progress: IndexProgress | None, message: str = "") -> None:
         bar = self.query_one("#progress", ProgressBar)
