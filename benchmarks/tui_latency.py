@@ -25,14 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oboyu.engine import load_default_embedder  # noqa: E402
-from oboyu.evaluate import read_queries  # noqa: E402
+from oboyu.evaluate import p95, read_queries  # noqa: E402
 from oboyu.tui.app import OboyuApp  # noqa: E402
 from textual.keys import _character_to_key  # noqa: E402  (how Pilot names a typed character)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 async def keystrokes(db: Path, queries: list[str], gap: float, mode: str) -> tuple[list[float], list[float]]:
@@ -105,7 +100,7 @@ def main() -> None:
     box, first = terminal_start(args.db, queries[0], args.start_runs)
     latencies, searches = asyncio.run(keystrokes(args.db, queries, args.gap, args.mode))
     print(f"keystroke to results ({args.mode}, {len(latencies)} queries, {args.gap * 1000:.0f} ms between keys): "
-          f"p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms; "
+          f"p50 {statistics.median(latencies):.1f} ms, p95 {p95(latencies):.1f} ms; "
           f"search alone p50 {statistics.median(searches):.1f} ms")
     print(f"start in tmux ({len(box)} runs): search box drawn after median {statistics.median(box):.2f} s "
           f"(min {min(box):.2f}, max {max(box):.2f}); first results {statistics.median(first):.2f} s after typing "

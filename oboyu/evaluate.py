@@ -58,6 +58,12 @@ def read_jsonl(path: Path) -> list[dict]:
         raise OboyuError(f"cannot read {path}: {exc}") from exc
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
 def read_queries(path: Path) -> list[Query]:
     queries = []
     for row in read_jsonl(path):
@@ -109,12 +115,11 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
             ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(q.relevant), CUTOFF) + 1))
             ndcg += sum(1 / math.log2(i + 1) for i in found) / ideal
         n = len(queries) or 1
-        latencies.sort()
         out.append(
             ModeScores(
                 mode, len(queries), hits1 / n, hits10 / n, mrr / n, ndcg / n,
                 statistics.median(latencies) * 1000 if latencies else 0.0,
-                latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] * 1000 if latencies else 0.0,
+                p95(latencies) * 1000 if latencies else 0.0,
             )
         )
     return out

@@ -10,6 +10,8 @@ import pytest
 from oboyu.embedding import Embedder
 from oboyu.model_build import ensure_default_model
 
+EXAMPLE_NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"  # the demo's documents
+
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -8,18 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import EXAMPLE_NOTES
 from oboyu.embedding import Embedder
 from oboyu.indexer import Indexer
 from oboyu.live import LiveIndex
 from oboyu.search import make_filters
 from oboyu.store import Store
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 
 def test_stale_answers_while_another_process_writes_then_fresh_again(tmp_path: Path, embedder: Embedder) -> None:
     notes = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, notes)
+    shutil.copytree(EXAMPLE_NOTES, notes)
     db = tmp_path / "index.duckdb"
     with Store(db) as store:
         Indexer(store, embedder).index([notes])
@@ -54,7 +54,7 @@ def test_stale_answers_while_another_process_writes_then_fresh_again(tmp_path: P
 
 def test_writer_in_the_same_process_and_readers_meanwhile(tmp_path: Path, embedder: Embedder) -> None:
     notes = tmp_path / "notes"
-    shutil.copytree(EXAMPLES, notes)
+    shutil.copytree(EXAMPLE_NOTES, notes)
     live = LiveIndex(tmp_path / "index.duckdb", embedder)
     with live.writing() as store:
         Indexer(store, embedder).index([notes / "home"])

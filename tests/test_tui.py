@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLE_NOTES
+
 from oboyu.embedding import Embedder
 from oboyu.indexer import Indexer
 from oboyu.store import Store
@@ -18,14 +20,13 @@ from oboyu.tui.app import OboyuApp, editor_arguments
 from oboyu.tui.screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen
 from oboyu.tui.widgets import Preview, ResultList
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home folder with the example notes, so displayed paths read ~/notes/…"""
     home = tmp_path / "home"
-    shutil.copytree(EXAMPLES, home / "notes")
+    shutil.copytree(EXAMPLE_NOTES, home / "notes")
     monkeypatch.setenv("HOME", str(home))
     return home
 
@@ -40,22 +41,19 @@ def db(home: Path, embedder: Embedder) -> Path:
     return path
 
 
-async def answered(pilot, app: OboyuApp, query: str, timeout: float = 30.0) -> None:
-    """Wait until the list shows the answer to `query`."""
-    for _ in range(int(timeout / 0.05)):
-        if app.shown is not None and app.shown.query == query:
-            await pilot.pause()
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"no answer to {query!r} within {timeout}s")
-
-
 async def until(pilot, condition, timeout: float = 60.0) -> None:
     for _ in range(int(timeout / 0.05)):
         if condition():
             return
         await pilot.pause(0.05)
     raise AssertionError("timed out")
+
+
+async def type_query(pilot, query: str) -> None:
+    """Type `query` key by key and wait until the list shows its answer."""
+    await pilot.press(*query)
+    await until(pilot, lambda: pilot.app.shown is not None and pilot.app.shown.query == query)
+    await pilot.pause()
 
 
 def first_paths(app: OboyuApp) -> list[str]:
@@ -70,8 +68,7 @@ def test_typing_shows_the_expected_file_first_and_its_passage_in_the_preview(db:
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press(*"カレーの作り方")
-            await answered(pilot, app, "カレーの作り方")
+            await type_query(pilot, "カレーの作り方")
             assert first_paths(app)[0] == "curry.txt"
             await until(pilot, lambda: "飴色" in preview_text(app))
             assert app.query_one(Preview).border_title.endswith("curry.txt:1")
@@ -80,8 +77,8 @@ def test_typing_shows_the_expected_file_first_and_its_passage_in_the_preview(db:
             await pilot.press("y")
             assert app.clipboard == str(db.parent / "notes" / "home" / "curry.txt")
             await pilot.press("escape")
-            await pilot.press(*["backspace"] * 7, *"release the wheel")
-            await answered(pilot, app, "release the wheel")
+            await pilot.press(*["backspace"] * 7)
+            await type_query(pilot, "release the wheel")
             assert first_paths(app)[0] == "release-checklist.md"
             await pilot.press("down")
             assert app.query_one(ResultList).highlighted == 1
@@ -93,8 +90,7 @@ def test_a_late_answer_never_replaces_a_newer_one(db: Path, embedder: Embedder) 
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test() as pilot:
-            await pilot.press(*"京都")
-            await answered(pilot, app, "京都")
+            await type_query(pilot, "京都")
             newest = app.shown
             older = type(newest)(newest.serial - 1, "カレー", newest.mode, newest.filters)
             from oboyu.live import Answer
@@ -110,8 +106,7 @@ def test_modes_cycle_and_the_status_bar_says_which(db: Path, embedder: Embedder)
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(120, 30)) as pilot:
-            await pilot.press(*"changelog")
-            await answered(pilot, app, "changelog")
+            await type_query(pilot, "changelog")
             assert app.shown.mode == "hybrid"
             for expected in ("vector", "keyword", "hybrid"):
                 await pilot.press("ctrl+t")
@@ -129,8 +124,7 @@ def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press(*"京都の旅行")
-            await answered(pilot, app, "京都の旅行")
+            await type_query(pilot, "京都の旅行")
             assert any(name.endswith(".txt") for name in first_paths(app))
             await pilot.press("ctrl+f")
             assert isinstance(app.screen, FilterScreen)
@@ -193,16 +187,15 @@ def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
             await pilot.press("enter")
             await until(pilot, lambda: app.indexing)
             await pilot.press("escape")  # back to searching while it runs
-            await pilot.press(*"カレー")
-            await answered(pilot, app, "カレー")
+            await type_query(pilot, "カレー")
             assert app.indexing and first_paths(app)[0] == "curry.txt"
             searched.set()
             await until(pilot, lambda: not app.indexing)
             await pilot.press("ctrl+o")
             table = app.screen.query_one("#roots")
             await until(pilot, lambda: table.row_count == 2)
-            await pilot.press("escape", *["backspace"] * 3, *"トマトの苗")
-            await answered(pilot, app, "トマトの苗")
+            await pilot.press("escape", *["backspace"] * 3)
+            await type_query(pilot, "トマトの苗")
             assert first_paths(app)[0].startswith("plant-")
 
     asyncio.run(run())
@@ -270,8 +263,7 @@ def snapshot_app(db: Path, embedder: Embedder, theme: str = "textual-dark") -> O
 def typed(query: str, *keys: str):
     async def run_before(pilot) -> None:
         pilot.app.query_one("#query").cursor_blink = False
-        await pilot.press(*query)
-        await answered(pilot, pilot.app, query)
+        await type_query(pilot, query)
         current = pilot.app.query_one(ResultList).current
         title = f"{Path(current.path).name}:{current.start_line}"
         await until(pilot, lambda: pilot.app.query_one(Preview).border_title.endswith(title))

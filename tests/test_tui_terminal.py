@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLE_NOTES
 from oboyu.embedding import Embedder
 from oboyu.indexer import Indexer
 from oboyu.store import Store
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 
@@ -44,7 +44,7 @@ class Tmux:
 
 def test_search_open_in_editor_and_quit_in_tmux(tmp_path: Path, cache_dir: Path, embedder: Embedder) -> None:
     home = tmp_path / "home"
-    shutil.copytree(EXAMPLES, home / "notes")
+    shutil.copytree(EXAMPLE_NOTES, home / "notes")
     db = home / "index.duckdb"
     with Store(db) as store:
         Indexer(store, embedder).index([home / "notes"])

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -22,7 +23,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 
 from ..decoding import read_text_file
 from ..embedding import Embedder
-from ..engine import DEFAULT_PROVIDER
+from ..engine import load_default_embedder
 from ..errors import OboyuError
 from ..extract import split_lines
 from ..indexer import Indexer, IndexProgress, IndexStats
@@ -93,6 +94,7 @@ class OboyuApp(App):
         self.query_one("#preview", Preview).clear("Type to search.")
         self.query_one("#query", Input).focus()
         self._place_preview(self.size.width)
+        # a daemon thread: it must not hold the app's exit
         threading.Thread(target=self._searches.run, name="oboyu-search", daemon=True).start()
         if not self.model_ready.is_set():
             self.load_model()
@@ -112,13 +114,11 @@ class OboyuApp(App):
 
     @work(thread=True, group="model", exit_on_error=False)
     def load_model(self) -> None:
-        from ..model_build import ensure_default_model
-
         def report(step: str) -> None:
             self.call_from_thread(self.notify, step, title="Building the default model (first use only)")
 
         try:
-            self.live.embedder = Embedder(ensure_default_model(report), provider=DEFAULT_PROVIDER)
+            self.live.embedder = load_default_embedder(on_build_step=report)
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
             self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
         finally:
@@ -137,6 +137,8 @@ class OboyuApp(App):
     def _set_summary(self, summary: IndexSummary) -> None:
         self.summary = summary
         self.update_status()
+        for screen in self._index_screens():
+            screen.show_roots(summary)
         if not summary.documents and not self.indexing:
             self.query_one("#preview", Preview).clear(
                 f"The index {display_path(self.live.db_path)} is empty. Press Ctrl+O, then a, to add a folder."
@@ -215,8 +217,6 @@ class OboyuApp(App):
         preview = self.query_one("#preview", Preview)
         title = f"{display_path(result.path)}:{result.start_line}"
         if shown is None:
-            from rich.text import Text
-
             preview.show(Text(f"{message}\n\n{result.snippet}"), 0, title)
         else:
             preview.show(shown[0], shown[1], title)
@@ -313,6 +313,9 @@ class OboyuApp(App):
             self._index_stop.set()
             self.notify("stopping after the batch in hand…", timeout=2)
 
+    def _index_screens(self) -> list[IndexScreen]:
+        return [screen for screen in self.screen_stack if isinstance(screen, IndexScreen)]
+
     def _index_in_thread(self, paths: list[Path]) -> None:
         last = 0.0
 
@@ -340,9 +343,8 @@ class OboyuApp(App):
 
     def _show_index_progress(self, step: IndexProgress | None, message: str = "") -> None:
         self.index_progress = step
-        for screen in self.screen_stack:
-            if isinstance(screen, IndexScreen):
-                screen.show_progress(step, message)
+        for screen in self._index_screens():
+            screen.show_progress(step, message)
         self.update_status()
 
     def _index_finished(self, stats: IndexStats | None, error: Exception | None) -> None:
@@ -358,9 +360,6 @@ class OboyuApp(App):
                     f"{stats.unchanged} unchanged, {len(stats.skipped)} skipped; {stats.chunks} chunks embedded")
             self.notify(line, title="Index updated")
             self._show_index_progress(None, line)
-        for screen in self.screen_stack:
-            if isinstance(screen, IndexScreen):
-                screen.refresh_roots()
         self.refresh_summary()
         self.search_now()
 
@@ -402,10 +401,7 @@ class OboyuApp(App):
                 self.notify(f"no such folder: {path.parent}", severity="error")
                 return
             embedder = self.live.embedder
-            self.live = LiveIndex(path, embedder)
-            self._searches.stop()
-            self._searches = SearchLoop(self.live, self.model_ready, self._deliver_from_thread)
-            threading.Thread(target=self._searches.run, name="oboyu-search", daemon=True).start()
+            self.live = self._searches.live = LiveIndex(path, embedder)
             self.shown = None
             self.refresh_summary()
             self.search_now()

@@ -17,6 +17,7 @@ from textual.widgets import (Button, DataTable, DirectoryTree, Footer, Input, La
 
 from ..errors import OboyuError
 from ..indexer import IndexProgress
+from ..live import IndexSummary
 from ..search import make_filters
 from ..store import Filters
 from .widgets import display_path
@@ -194,21 +195,11 @@ class IndexScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_roots()
+        self.show_roots(self.app.summary)  # as last read; the app reads it again and calls back
+        self.app.refresh_summary()
         self.show_progress(self.app.index_progress)
 
-    def refresh_roots(self) -> None:
-        self.run_worker(self._load_roots, thread=True, group="roots", exclusive=True, exit_on_error=False)
-
-    def _load_roots(self) -> None:
-        try:
-            summary = self.app.live.summary()
-        except OboyuError as exc:
-            self.app.call_from_thread(self.app.notify, str(exc), severity="error")
-            return
-        self.app.call_from_thread(self._show_roots, summary)
-
-    def _show_roots(self, summary) -> None:
+    def show_roots(self, summary: IndexSummary) -> None:
         self.query_one("#index-title", Label).update(
             f"{display_path(self.app.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
         )
