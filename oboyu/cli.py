@@ -75,42 +75,137 @@ def tui(db: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @_db_option
+@click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
+@click.option("--full", is_flag=True, help="Re-read and re-chunk every file (vectors come from the cache).")
+@click.option("--watch", is_flag=True, help="Then keep the index current as files change, until Ctrl+C.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
 @click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
-@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links.")
-def index(paths: tuple[Path, ...], db: Path | None, quiet: bool, verbose: bool, follow_symlinks: bool) -> None:
-    """Index (or update the index of) files and folders."""
-    from .engine import load_default_embedder
-    from .indexer import Indexer
+@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (remembered for the folder).")
+def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool, watch: bool, quiet: bool,
+          verbose: bool, follow_symlinks: bool) -> None:
+    """Index files and folders, or with no PATH update every indexed folder.
+
+    Only new, changed, renamed and deleted files cost anything; folders are remembered."""
+    if name is not None and len(paths) != 1:
+        raise click.UsageError("--name goes with exactly one PATH")
+    path = db or default_db_path()
+    _check_paths(path, paths)
+    indexer = _indexer(path, quiet, follow_symlinks, full)
+    stats = indexer.index(paths, name) if paths else indexer.update()
+    _report(stats, quiet, verbose)
+    if watch:
+        _watch(indexer, path, quiet, verbose)
+
+
+@cli.command()
+@click.argument("names", nargs=-1)
+@_db_option
+@click.option("--full", is_flag=True, help="Rebuild: re-read and re-chunk every file (vectors come from the cache).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool) -> None:
+    """Update the indexed folders NAMES (names or paths; all when none are given)."""
+    indexer = _indexer(db or default_db_path(), quiet, False, full)
+    _report(indexer.update(names), quiet, verbose)
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@_db_option
+def remove(names: tuple[str, ...], db: Path | None) -> None:
+    """Forget indexed folders (by name or path) and drop their rows from the index."""
+    from .index_lock import IndexLock
     from .store import Store
 
+    path = db or default_db_path()
+    if not path.exists():
+        raise OboyuError(f"no index at {path}")
+    with IndexLock(path), Store.open_writer(path) as store:
+        roots = []
+        for name in names:
+            root = store.find_root(name)
+            if root is None:
+                known = ", ".join(r.name for r in store.list_roots()) or "none"
+                raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
+            roots.append(root)
+        for root in roots:
+            files = store.remove_root(root.path)
+            click.echo(f"removed {root.name} ({root.path}): {files} files", err=True)
+
+
+def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
+    """A path that is gone is fine when it was indexed: its rows go."""
+    from .store import Store
+
+    missing = [p for p in paths if not p.exists()]
+    if not missing:
+        return
+    if db.exists():
+        with Store(db, read_only=True) as store:
+            missing = [p for p in missing if not store.files_under(os.path.abspath(p)) and store.find_root(str(p)) is None]
+    if missing:
+        raise OboyuError(f"no such file or folder: {missing[0]}")
+
+
+def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool):
+    from .embedding_cache import EmbeddingCache
+    from .engine import load_default_embedder
+    from .indexer import Indexer
+
     progress = ProgressLine(enabled=not quiet)
-    with Store(db or default_db_path()) as store:
-        for path in paths:  # a path that is gone is fine when it was indexed: its rows go
-            if not path.exists() and not store.files_under(os.path.abspath(path)):
-                raise OboyuError(f"no such file or folder: {path}")
-        embedder = load_default_embedder(progress)
-        stats = Indexer(store, embedder, progress, follow_symlinks=follow_symlinks).index(list(paths))
+    # the model loads only when something needs embedding; the index opens only to write
+    return Indexer(db, load_default_embedder(progress), progress, follow_symlinks=follow_symlinks,
+                   cache=EmbeddingCache.default(), full=full)
+
+
+def _report(stats, quiet: bool, verbose: bool) -> None:
     if quiet:
         return
-    err = click.get_text_stream("stderr")
-    err.write(
-        f"indexed in {format_duration(stats.seconds)}: {stats.added} added, {stats.changed} changed, "
-        f"{stats.removed} removed, {stats.unchanged} unchanged, {len(stats.skipped)} skipped; "
-        f"{stats.chunks} chunks embedded\n"
-    )
+    err = sys.stderr
+    err.write(stats.summary() + "\n")
+    for root in stats.missing_roots:
+        err.write(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
+                  f"`oboyu remove {root.name}` drops them\n")
     if stats.skipped:
-        reasons: dict[str, int] = {}
-        for item in stats.skipped:
-            reasons[item.reason] = reasons.get(item.reason, 0) + 1
         if verbose:
             for item in stats.skipped:
                 err.write(f"  skipped {item.path}: {item.reason}\n")
         else:
+            reasons: dict[str, int] = {}
+            for item in stats.skipped:
+                reasons[item.reason] = reasons.get(item.reason, 0) + 1
             summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
             err.write(f"  skipped: {summary} (-v lists them)\n")
+    err.flush()
+
+
+def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
+    import time
+
+    from .store import Store
+    from .watch import watch
+
+    with Store(db, read_only=True) as store:
+        roots = [Path(r.path) for r in store.list_roots() if os.path.exists(r.path)]
+    if not roots:
+        raise OboyuError("nothing to watch: no indexed folder exists")
+    err = sys.stderr
+    err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
+    err.flush()
+
+    def on_batch(stats) -> None:
+        if quiet or not (stats.added or stats.changed or stats.removed or stats.renamed or verbose):
+            return
+        err.write(time.strftime("%H:%M:%S ") + stats.summary() + "\n")
+        err.flush()
+
+    try:
+        watch(indexer, roots, on_batch)
+    except KeyboardInterrupt:
+        pass
+    err.write("stopped watching\n")
 
 
 @cli.command()
@@ -142,21 +237,21 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
         embedder = load_default_embedder(ProgressLine()) if mode != "keyword" else None
         if from_stdin:  # the model and the index are loaded once for all the queries
             resident = ResidentIndex()
-            out = click.get_text_stream("stdout")
-            for line in click.get_text_stream("stdin"):
+            out = sys.stdout
+            for line in sys.stdin:
                 if line.strip():
                     batch = search(store, embedder, line.strip(), k, filters, mode, not by_chunk, resident)
                     out.write(json.dumps([r.to_json() for r in batch], ensure_ascii=False) + "\n")
                     out.flush()
             return
         results = search(store, embedder, text, k, filters, mode=mode, group=not by_chunk)
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
     else:
         colour = _colour(sys.stdout)
         for r in results:
-            location = f"{r.path}:{r.start_line}-{r.end_line}"
+            location = r.location
             out.write(f"{r.rank:>2}. {r.score:.3f}  {click.style(location, bold=True) if colour else location}\n")
             heading = r.heading or r.title
             if r.other_matches:
@@ -177,17 +272,28 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
 
 
 @cli.command()
+@click.argument("names", nargs=-1)
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def status(db: Path | None, as_json: bool) -> None:
-    """Show what the index holds."""
+@click.option("--pending", is_flag=True, help="List what an update would change, changing nothing.")
+def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
+    """Show what the index holds: its folders, files, chunks and model."""
     from .engine import DEFAULT_PROVIDER
     from .store import Store, file_bytes
 
     path = db or default_db_path()
+    if pending:
+        _pending(path, names, as_json)
+        return
     with Store(path, read_only=True) as store:
         documents, chunks = store.counts()
         model = store.get_meta("model_id")
+        names_of = {r.path: r.name for r in store.list_roots()}
+        roots = [
+            {"name": names_of.get(root, ""), "path": root, "documents": docs, "chunks": n,
+             "last_update": str(last)[:19] if last else None, "exists": os.path.exists(root)}
+            for root, docs, n, last in store.roots()
+        ]
     info = {
         "db": str(path.resolve()),
         "model": model,
@@ -195,12 +301,81 @@ def status(db: Path | None, as_json: bool) -> None:
         "documents": documents,
         "chunks": chunks,
         "bytes": file_bytes(path),
+        "roots": roots,
     }
     if as_json:
         click.echo(json.dumps(info, ensure_ascii=False, indent=2))
         return
     for key, value in info.items():
-        click.echo(f"{key:>10}: {value}")
+        if key != "roots":
+            click.echo(f"{key:>10}: {value}")
+    click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
+    for r in roots:
+        missing = "" if r["exists"] else "  (missing)"
+        click.echo(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
+                   f"updated {r['last_update'] or '-'}{missing}")
+
+
+def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
+    from .engine import load_default_embedder
+    from .indexer import Indexer
+
+    plan = Indexer(db, load_default_embedder()).plan(names)
+    if as_json:
+        click.echo(json.dumps({
+            "added": [str(e.path) for e in plan.added],
+            "changed": [str(e.path) for e, _ in plan.changed],
+            "removed": plan.removed,
+            "renamed": [{"from": m.old_path, "to": m.new_path} for m in plan.renamed],
+            "unchanged": plan.unchanged,
+            "skipped": [{"path": str(s.path), "reason": s.reason} for s in plan.skipped],
+            "missing_roots": [r.path for r in plan.missing_roots],
+        }, ensure_ascii=False, indent=2))
+        return
+    for entry in plan.added:
+        click.echo(f"added    {entry.path}")
+    for entry, _ in plan.changed:
+        click.echo(f"changed  {entry.path}")
+    for removed in plan.removed:
+        click.echo(f"removed  {removed}")
+    for move in plan.renamed:
+        click.echo(f"renamed  {move.old_path} -> {move.new_path}")
+    for root in plan.missing_roots:
+        click.echo(f"missing  {root.path} (its rows are kept)")
+    click.echo(
+        f"{len(plan.added)} to add, {len(plan.changed)} to change, {len(plan.removed)} to remove, "
+        f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped",
+        err=True,
+    )
+
+
+@cli.group()
+def cache() -> None:
+    """The embedding cache: vectors kept so that unchanged text is never embedded twice."""
+
+
+@cache.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def cache_stats(as_json: bool) -> None:
+    """Show the cache's location, size and number of vectors."""
+    from .embedding_cache import EmbeddingCache
+
+    stats = EmbeddingCache.default().stats()
+    info = {"path": str(stats.path), "vectors": stats.vectors, "models": stats.models, "bytes": stats.bytes}
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        for key, value in info.items():
+            click.echo(f"{key:>8}: {value}")
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Empty the cache (indexes keep their vectors)."""
+    from .embedding_cache import EmbeddingCache
+
+    removed = EmbeddingCache.default().clear()
+    click.echo(f"removed {removed} cached vectors", err=True)
 
 
 @cli.command()
@@ -217,7 +392,7 @@ def mcp(db: Path | None, http: bool, port: int, allow_index: bool) -> None:
     if not path.exists():
         raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
     # progress to stderr only: on stdio, stdout carries the protocol
-    tools = OboyuTools(path, load_default_embedder(ProgressLine()), allow_index)
+    tools = OboyuTools(path, load_default_embedder(ProgressLine()).load(), allow_index)
     serve(tools, http=http, port=port)
 
 

@@ -93,6 +93,44 @@ def crawl(
             yield _check_file(root, root, info, max_bytes)  # a file given by name is its own root
 
 
+def crawl_part(root: Path, part: Path, follow_symlinks: bool = False,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[FileEntry | Skipped]:
+    """Like crawl([root]) but only below `part` (a folder or file inside `root`): the files an
+    update of that part must see, under the same rules (.gitignore files from the root down,
+    hidden and junk folders). A part that is gone, hidden or ignored yields nothing."""
+    root, part = Path(os.path.abspath(root)), Path(os.path.abspath(part))
+    if part == root:
+        yield from crawl([root], follow_symlinks, max_bytes)
+        return
+    rules = _IgnoreRules.above(root).descend(root)
+    folder = root
+    for name in part.relative_to(root).parts:
+        path = folder / name
+        try:
+            if path.is_symlink() and not follow_symlinks:
+                return
+            is_dir = path.is_dir()
+        except OSError:
+            return
+        if name.startswith(".") or rules.ignored(path, is_dir) or (is_dir and _is_junk(name)):
+            return
+        if path != part:
+            rules = rules.descend(path)
+        folder = path
+    try:
+        info = part.stat()
+    except OSError:
+        return  # gone: the caller drops what the index had there
+    if stat.S_ISDIR(info.st_mode):
+        yield from _walk(part, root, rules.descend(part), follow_symlinks, max_bytes, set(), set())
+    else:
+        yield _check_file(part, root, info, max_bytes)
+
+
+def _is_junk(name: str) -> bool:
+    return name in JUNK_DIRS or name.endswith(".egg-info")
+
+
 def _walk(
     folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
     seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
@@ -123,7 +161,7 @@ def _walk(
         if rules.ignored(path, is_dir):
             continue
         if is_dir:
-            if entry.name in JUNK_DIRS or entry.name.endswith(".egg-info"):
+            if _is_junk(entry.name):
                 continue
             yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
             continue

@@ -10,11 +10,17 @@ import json
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import OboyuError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
@@ -59,22 +65,43 @@ class Embedder:
     """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
 
     def __init__(self, model_dir: Path, provider: str = "CPUExecutionProvider", manifest: dict | None = None):
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
+        """Reads the manifest only; the tokenizer and the ONNX session load on first use, so a
+        run with nothing to embed (an index update where no file changed) never pays for them."""
         self.model_dir = Path(model_dir)
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
         self.info = ModelInfo.from_manifest(self.manifest)
-        self.tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
+        self.provider = provider
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
         # we pad per batch and truncate ourselves, so that token counts and offsets are whole
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        self.pad_id = self.tokenizer.token_to_id("<pad>") or 0
-        self.eos_id = self.tokenizer.token_to_id("</s>") or 0
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
+
+    @cached_property
+    def session(self) -> ort.InferenceSession:
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.provider = provider
-        self.session = ort.InferenceSession(str(self.model_dir / MODEL_FILE), options, providers=[provider])
+        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), options, providers=[self.provider])
+
+    def load(self) -> Embedder:
+        """Load the tokenizer and the session now (a long-lived process, before its first query)."""
+        _ = self.tokenizer, self.session
+        return self
+
+    @property
+    def pad_id(self) -> int:
+        return self.tokenizer.token_to_id("<pad>") or 0
+
+    @property
+    def eos_id(self) -> int:
+        return self.tokenizer.token_to_id("</s>") or 0
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Model tokens of each text, without special tokens or prefix."""
@@ -96,7 +123,11 @@ class Embedder:
         return self.embed([self.info.query_prefix + prepare(t) for t in texts])
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed([self.info.passage_prefix + prepare(t) for t in texts])
+        return self.embed([self.passage_text(t) for t in texts])
+
+    def passage_text(self, text: str) -> str:
+        """Exactly what the model reads for a passage (the embedding cache's key)."""
+        return self.info.passage_prefix + prepare(text)
 
     def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""

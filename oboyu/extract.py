@@ -36,6 +36,8 @@ def file_type_for(path: Path) -> str | None:
         return "rst"
     if ext in HTML_EXT:
         return "html"
+    if ext == ".pdf":
+        return "pdf"
     if ext in CODE_EXT or path.name in {"Makefile", "Dockerfile", "CMakeLists.txt"}:
         return "code"
     return None
@@ -58,6 +60,7 @@ class Extracted:
     text: str  # what character offsets refer to
     blocks: list[Block] = field(default_factory=list)
     title: str | None = None
+    page_starts: list[int] = field(default_factory=list)  # PDF: offset in `text` where each page begins
 
 
 def extract(text: str, file_type: str) -> Extracted:
@@ -77,6 +80,11 @@ def split_lines(text: str) -> list[str]:
     """The lines of a text, as line numbers in results count them."""
     lines = LINE_BREAK.split(text)
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def plain_blocks(text: str) -> list[Block]:
+    """Paragraphs (separated by blank lines) of plain text."""
+    return _paragraphs(text, 0, _lines_with_offsets(text))
 
 
 def _lines_with_offsets(text: str) -> list[tuple[int, str]]:

@@ -1,27 +1,43 @@
-"""Indexing: crawl and compare with the index, then read, decode, extract and chunk in a reader
-thread while the main thread embeds and stores, several files per batch so the model sees full,
-length-sorted batches. A file that fails anywhere before storing is skipped with its reason."""
+"""Indexing: compare the disk with the index, then read, decode, extract and chunk in a reader
+thread while the main thread embeds (reusing the embedding cache) and stores, several files per
+batch so the model sees full, length-sorted batches.
+
+The comparison trusts size and modification time, so an unchanged file is never opened; a file
+whose stat changed is hashed and re-embedded only when its content did. A new file with the
+content of a file that went away is a rename: its rows move, nothing is embedded. Every file's
+rows change in one transaction, and a file that fails anywhere before storing is skipped with its
+reason. Given a path rather than an open Store, the indexer opens the index only for each write,
+so queries from other processes get in between; a lock file keeps to one indexer per index.
+"""
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import hashlib
 import os
 import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .chunking import CONTEXT_CHARS, Chunk, Chunker
-from .crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl, size_cap_reason
+from .crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl_part, size_cap_reason
 from .decoding import UndecodableError, decode
 from .embedding import Embedder
-from .extract import extract
-from .progress import ProgressLine, format_duration
+from .embedding_cache import EmbeddingCache
+from .errors import OboyuError
+from .extract import Extracted, extract, file_type_for
+from .index_lock import IndexLock
 from .keywords import term_counts
-from .store import ChunkRecord, DocumentRecord, Store, StoredFile, keyword_text
+from .pdf import PdfSkipped, extract_pdf
+from .progress import ProgressLine, format_duration
+from .store import ChunkRecord, DocumentRecord, Move, Root, Store, StoredFile, chunk_id, keyword_text
 
 EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
 QUEUE_FILES = 64
@@ -32,11 +48,22 @@ class IndexStats:
     added: int = 0
     changed: int = 0
     removed: int = 0
+    renamed: int = 0
     unchanged: int = 0
-    chunks: int = 0
+    chunks: int = 0  # embedded by the model in this run
+    reused: int = 0  # vectors taken from the embedding cache
     skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
     seconds: float = 0.0
     stopped: bool = False  # asked to stop before the end; what was stored is complete per file
+
+    def summary(self) -> str:
+        line = (
+            f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
+            f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
+            f"{self.chunks} chunks embedded, {self.reused} reused from the cache"
+        )
+        return line + (" (stopped early)" if self.stopped else "")
 
 
 @dataclass
@@ -55,10 +82,33 @@ class IndexProgress:
 
 
 @dataclass
+class Plan:
+    """What an update would change; `Indexer.plan` computes it without writing anything."""
+
+    added: list[FileEntry] = field(default_factory=list)
+    changed: list[tuple[FileEntry, StoredFile]] = field(default_factory=list)  # stat differs; maybe not content
+    removed: list[str] = field(default_factory=list)
+    renamed: list[Move] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.renamed)
+
+
+@dataclass(frozen=True)
+class _Part:
+    root: Root
+    path: Path  # the root's folder, or a folder or file inside it
+
+
+@dataclass
 class _Prepared:
     entry: FileEntry
     document: DocumentRecord
     chunks: list[Chunk]
+    pages: list[tuple[int | None, int | None]]
     terms: list[Counter[str]]  # keyword index terms of each chunk
     is_new: bool
 
@@ -68,11 +118,6 @@ class _Touched:
 
     def __init__(self, entry: FileEntry):
         self.entry = entry
-
-
-def chunk_id(path: str, chunk: Chunk) -> str:
-    key = f"{path}\0{chunk.start_char}\0{chunk.end_char}\0{chunk.text}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
@@ -93,50 +138,209 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in head
 
 
+def sha256_of(path: Path, max_bytes: int) -> str | None:
+    """The content hash of a file, or None when it cannot be read or is over the cap."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest() if len(data) <= max_bytes else None
+
+
 class Indexer:
-    def __init__(self, store: Store, embedder: Embedder, progress: ProgressLine | None = None,
+    def __init__(self, index: Store | Path, embedder: Embedder, progress: ProgressLine | None = None,
                  max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
-                 on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None):
-        """`on_progress` hears of each step; setting `stop` ends the run after the batch in hand."""
-        self.store = store
+                 on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None,
+                 cache: EmbeddingCache | None = None, full: bool = False):
+        """`index` is an open Store (held for the run) or the index file's path (opened for each
+        write). `on_progress` hears of each step; setting `stop` ends the run after the batch in
+        hand. `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
+        self.index_path = index.path if isinstance(index, Store) else Path(index)
+        self._store = index if isinstance(index, Store) else None
         self.embedder = embedder
         self.progress = progress or ProgressLine(enabled=False)
         self.max_bytes = max_bytes
         self.follow_symlinks = follow_symlinks
         self.on_progress = on_progress
         self.stop = stop or threading.Event()
+        self.cache = cache
+        self.full = full
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
 
-    def index(self, roots: Iterable[Path]) -> IndexStats:
-        started = time.perf_counter()
-        stats = IndexStats()
-        self.store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-        roots = list(dict.fromkeys(Path(os.path.abspath(r)) for r in roots))
-        found: dict[str, FileEntry] = {}  # by path, so overlapping roots list a file once
-        skipped: dict[str, Skipped] = {}
-        for item in crawl(roots, self.follow_symlinks, self.max_bytes):
-            if isinstance(item, Skipped):
-                skipped.setdefault(str(item.path), item)
-            else:
-                found.setdefault(str(item.path), item)
-        stats.skipped.extend(skipped.values())
-        stored: dict[str, StoredFile] = {}
+    @contextlib.contextmanager
+    def _open(self) -> Iterator[Store]:
+        if self._store is not None:
+            yield self._store
+            return
+        store = Store.open_writer(self.index_path)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    # --- what callers ask ----------------------------------------------------------------------
+
+    def index(self, paths: Iterable[Path], name: str | None = None) -> IndexStats:
+        """Index files and folders: a path outside every root becomes a root (named `name`, or
+        its folder's name); a path inside one updates that part of it."""
+        paths = list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths))
+        if name is not None and len(paths) != 1:
+            raise OboyuError("a name goes with exactly one folder")
+        with IndexLock(self.index_path):
+            stats = IndexStats()
+            started = time.perf_counter()
+            parts: list[_Part] = []
+            with self._open() as store:
+                store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+                for path in paths:
+                    root = store.root_containing(str(path))
+                    if root is not None and root.path == str(path) and not path.exists():
+                        stats.removed += store.remove_root(root.path)  # a root deleted from disk leaves
+                        continue
+                    if root is None and not path.exists():
+                        stats.skipped.append(Skipped(path, "no such file or folder"))
+                        continue
+                    if root is None or root.path == str(path) and (name or self.follow_symlinks and not root.follow_symlinks):
+                        root = store.add_root(str(path), name, self.follow_symlinks or (root.follow_symlinks if root else False))
+                    parts.append(_Part(root, path))
+                plan = self._plan(store, parts, hash_changed=False)
+            self._apply(plan, stats)
+            stats.seconds = time.perf_counter() - started
+            return stats
+
+    def update(self, names: Iterable[str] = ()) -> IndexStats:
+        """Update every root (or those named: names or paths). A root missing from disk (an
+        unmounted drive) keeps its rows and is reported; `remove` drops it."""
+        with IndexLock(self.index_path):
+            stats = IndexStats()
+            started = time.perf_counter()
+            with self._open() as store:
+                store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+                parts = self._root_parts(store, names, stats)
+                plan = self._plan(store, parts, hash_changed=False)
+            self._apply(plan, stats)
+            stats.seconds = time.perf_counter() - started
+            return stats
+
+    def update_paths(self, paths: Iterable[Path]) -> IndexStats:
+        """Bring these paths (files or folders, present or gone) up to date: what a watcher
+        calls with the paths that changed. Paths outside every root are ignored."""
+        with IndexLock(self.index_path):
+            stats = IndexStats()
+            started = time.perf_counter()
+            with self._open() as store:
+                roots = store.list_roots()
+                parts = []
+                for path in _outermost(Path(os.path.abspath(p)) for p in paths):
+                    root = next((r for r in roots if _inside(str(path), r.path)), None)
+                    if root is not None:
+                        parts.append(_Part(root, path))
+                plan = self._plan(store, parts, hash_changed=False)
+            self._apply(plan, stats)
+            stats.seconds = time.perf_counter() - started
+            return stats
+
+    def plan(self, names: Iterable[str] = ()) -> Plan:
+        """What `update(names)` would change, content hashes compared; writes nothing."""
+        with Store(self.index_path, read_only=True) if self._store is None else contextlib.nullcontext(self._store) as store:
+            stats = IndexStats()
+            plan = self._plan(store, self._root_parts(store, names, stats), hash_changed=True)
+            plan.missing_roots = stats.missing_roots
+            return plan
+
+    def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[_Part]:
+        names = list(names)
+        if names:
+            roots = []
+            for name in names:
+                root = store.find_root(name)
+                if root is None:
+                    known = ", ".join(r.name for r in store.list_roots()) or "none yet"
+                    raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
+                roots.append(root)
+        else:
+            roots = store.list_roots()
+            if not roots:
+                raise OboyuError("no folders are indexed yet; run `oboyu index PATH` first")
+        parts = []
         for root in roots:
-            stored.update(self.store.files_under(str(root)))
-        # files indexed before under these roots that are gone, now ignored or now skipped
-        gone = [path for path in stored if path not in found]
-        self.store.delete_paths(gone)
-        stats.removed += len(gone)
-        todo: list[tuple[FileEntry, StoredFile | None]] = []
+            if os.path.exists(root.path):
+                parts.append(_Part(root, Path(root.path)))
+            else:
+                stats.missing_roots.append(root)
+        return parts
+
+    # --- comparing the disk with the index -------------------------------------------------------
+
+    def _plan(self, store: Store, parts: list[_Part], hash_changed: bool) -> Plan:
+        plan = Plan()
+        stored: dict[str, StoredFile] = {}
+        for part in parts:
+            stored.update(store.files_under(str(part.path)))
+        found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
+        skipped: dict[str, Skipped] = {}
+        for part in parts:
+            follow = part.root.follow_symlinks
+            for item in crawl_part(Path(part.root.path), part.path, follow, self.max_bytes):
+                if isinstance(item, Skipped):
+                    skipped.setdefault(str(item.path), item)
+                else:
+                    found.setdefault(str(item.path), item)
+        plan.skipped = list(skipped.values())
+        gone = {path: stored[path] for path in stored if path not in found}
         for path, entry in found.items():
             previous = stored.get(path)
-            if previous is not None and (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
-                stats.unchanged += 1
+            if previous is None:
+                plan.added.append(entry)
+            elif self.full:
+                plan.changed.append((entry, previous))
+            elif (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
+                plan.unchanged += 1
+            elif hash_changed and sha256_of(entry.path, self.max_bytes) == previous.sha256:
+                plan.unchanged += 1  # touched, not changed
             else:
-                todo.append((entry, previous))
+                plan.changed.append((entry, previous))
+        if gone and plan.added and not self.full:
+            self._find_renames(plan, gone)
+        plan.removed = sorted(gone)
+        return plan
+
+    def _find_renames(self, plan: Plan, gone: dict[str, StoredFile]) -> None:
+        """New files with the content of files that went away; hashed only when sizes match."""
+        by_content: dict[tuple[int, str, str], list[str]] = {}
+        types = {path: file_type_for(Path(path)) for path in gone}
+        sizes = {info.size for info in gone.values()}
+        for path, info in gone.items():
+            by_content.setdefault((info.size, info.sha256, types[path]), []).append(path)
+        still_new = []
+        for entry in plan.added:
+            match = None
+            if entry.size in sizes:
+                sha = sha256_of(entry.path, self.max_bytes)
+                candidates = by_content.get((entry.size, sha or "", entry.file_type))
+                if candidates:
+                    match = candidates.pop()
+            if match is None:
+                still_new.append(entry)
+            else:
+                del gone[match]
+                plan.renamed.append(Move(match, str(entry.path), str(entry.root), entry.size, entry.mtime_ns))
+        plan.added = still_new
+
+    # --- changing the index ---------------------------------------------------------------------
+
+    def _apply(self, plan: Plan, stats: IndexStats) -> None:
+        stats.skipped.extend(plan.skipped)
+        stats.unchanged += plan.unchanged
+        if plan.renamed or plan.removed:
+            with self._open() as store:
+                store.move_documents(plan.renamed)
+                store.delete_paths(plan.removed)
+            stats.renamed += len(plan.renamed)
+            stats.removed += len(plan.removed)
+        todo = [(entry, None) for entry in plan.added] + list(plan.changed)
         self._process(todo, stats)
-        stats.seconds = time.perf_counter() - started
-        return stats
 
     def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
         if not todo:
@@ -163,6 +367,8 @@ class Indexer:
         started = time.perf_counter()
         done_files = done_bytes = 0
         pending: list[_Prepared] = []
+        touched: list[FileEntry] = []
+        unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
         pending_chunks = 0
         finished = False
         try:
@@ -178,30 +384,30 @@ class Indexer:
                 elif isinstance(item, Skipped):
                     stats.skipped.append(item)
                     done_files += 1
-                    if str(item.path) in indexed_before:  # indexed before, unreadable now
-                        self.store.delete_paths([str(item.path)])
-                        stats.removed += 1
+                    if str(item.path) in indexed_before:
+                        unreadable.append(str(item.path))
                 elif isinstance(item, _Touched):
-                    self.store.update_file_stat(str(item.entry.path), item.entry.size, item.entry.mtime_ns)
-                    stats.unchanged += 1
+                    touched.append(item.entry)
                     done_files += 1
                     done_bytes += item.entry.size
                 else:
                     pending.append(item)
                     pending_chunks += len(item.chunks)
                     batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
-                if batch_ready and pending:
-                    self._embed_and_store(pending, stats)
+                if batch_ready and (pending or touched or unreadable):
+                    self._embed_and_store(pending, touched, unreadable, stats)
                     done_files += len(pending)
                     done_bytes += sum(p.entry.size for p in pending)
-                    pending, pending_chunks = [], 0
+                    pending, touched, unreadable, pending_chunks = [], [], [], 0
                 elapsed = time.perf_counter() - started
                 rate = stats.chunks / elapsed if elapsed > 0 else 0.0
                 eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
-                step = IndexProgress(done_files, len(todo), stats.chunks, rate, eta)
+                step = IndexProgress(done_files, len(todo), stats.chunks + stats.reused, rate, eta)
                 self.progress.update(step.line())
                 if self.on_progress is not None:
                     self.on_progress(step)
+            if stats.stopped and (touched or unreadable):  # finished work is kept
+                self._embed_and_store([], touched, unreadable, stats)
         finally:
             reader_stop.set()
             while thread.is_alive():  # let a blocked reader finish
@@ -217,49 +423,113 @@ class Indexer:
         path = entry.path
         try:
             with open(path, "rb") as handle:
+                # the stat of what we read: a file changed while being read looks changed next run
+                before = os.fstat(handle.fileno())
                 data = handle.read(self.max_bytes + 1)
         except OSError as exc:
             return Skipped(path, f"cannot read: {exc.strerror or exc}")
         if len(data) > self.max_bytes:
             return Skipped(path, size_cap_reason(self.max_bytes))
+        entry = FileEntry(entry.path, entry.root, before.st_size, before.st_mtime_ns, entry.file_type)
         sha = hashlib.sha256(data).hexdigest()
-        if previous is not None and previous.sha256 == sha:
+        if previous is not None and previous.sha256 == sha and not self.full:
             return _Touched(entry)
-        if looks_binary(data):
-            return Skipped(path, "binary file")
         try:
-            decoded = decode(data)
-        except UndecodableError as exc:
-            return Skipped(path, f"cannot decode: {exc}")
-        try:
-            extracted = extract(decoded.text, entry.file_type)
+            extracted, encoding = self._extract(entry, data)
             chunks = self.chunker.chunk(extracted)
+        except _Skip as exc:
+            return Skipped(path, str(exc))
         except Exception as exc:  # one malformed file must not stop the run
             return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
         document = DocumentRecord(
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
-            encoding=decoded.encoding, file_type=entry.file_type, title=extracted.title,
+            encoding=encoding, file_type=entry.file_type, title=extracted.title,
         )
+        pages = [_pages_of(extracted, c) for c in chunks]
         terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
-        return _Prepared(entry, document, chunks, terms, is_new=previous is None)
+        return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None)
 
-    def _embed_and_store(self, prepared: list[_Prepared], stats: IndexStats) -> None:
+    def _extract(self, entry: FileEntry, data: bytes) -> tuple[Extracted, str]:
+        if entry.file_type == "pdf":
+            try:
+                return extract_pdf(data), "pdf"
+            except PdfSkipped as exc:
+                raise _Skip(str(exc)) from exc
+        if looks_binary(data):
+            raise _Skip("binary file")
+        try:
+            decoded = decode(data)
+        except UndecodableError as exc:
+            raise _Skip(f"cannot decode: {exc}") from exc
+        return extract(decoded.text, entry.file_type), decoded.encoding
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray, int, int]:
+        """Vectors of these passages, from the cache where it has them; (vectors, embedded, reused)."""
+        model_texts = [self.embedder.passage_text(t) for t in texts]
+        if self.cache is None:
+            return self.embedder.embed(model_texts), len(texts), 0
+        fingerprint = self.embedder.info.fingerprint
+        keys = [EmbeddingCache.key(fingerprint, t) for t in model_texts]
+        known = self.cache.get_many(keys, self.embedder.info.dimensions)
+        missing = list(dict.fromkeys(k for k in keys if k not in known))  # repeated texts embed once
+        if missing:
+            text_of = dict(zip(keys, model_texts))
+            vectors = self.embedder.embed([text_of[k] for k in missing])
+            fresh = list(zip(missing, vectors))
+            self.cache.put_many(self.embedder.info.model_id, fresh)
+            known.update(fresh)
+        vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, self.embedder.info.dimensions), np.float32)
+        return vectors, len(missing), len(keys) - len(missing)
+
+    def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
+                         stats: IndexStats) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
-        vectors = self.embedder.embed_passages(texts)
+        vectors, embedded, reused = self._embed(texts)
         items, offset = [], 0
         for p in prepared:
             n = len(p.chunks)
             records = [
-                ChunkRecord(chunk_id(p.document.path, c), c.ordinal, c.heading, c.start_line, c.end_line,
-                            c.start_char, c.end_char, c.text, dict(terms))
-                for c, terms in zip(p.chunks, p.terms)
+                ChunkRecord(chunk_id(p.document.path, c.start_char, c.end_char, c.text), c.ordinal, c.heading,
+                            c.start_line, c.end_line, c.start_char, c.end_char, c.text, dict(terms), pages[0], pages[1])
+                for c, terms, pages in zip(p.chunks, p.terms, p.pages)
             ]
             items.append((p.document, records, vectors[offset : offset + n]))
             offset += n
-        self.store.write_documents(items)
-        stats.chunks += len(texts)
+        with self._open() as store:
+            store.write_documents(items)
+            store.update_file_stats([(str(e.path), e.size, e.mtime_ns) for e in touched])
+            store.delete_paths(unreadable)
+        stats.chunks += embedded
+        stats.reused += reused
+        stats.unchanged += len(touched)
+        stats.removed += len(unreadable)
         for p in prepared:
             if p.is_new:
                 stats.added += 1
             else:
                 stats.changed += 1
+
+
+class _Skip(Exception):
+    """A file to skip, with the reason as message."""
+
+
+def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | None]:
+    if not extracted.page_starts:
+        return None, None
+    first = bisect.bisect_right(extracted.page_starts, chunk.start_char)
+    last = bisect.bisect_right(extracted.page_starts, max(chunk.start_char, chunk.end_char - 1))
+    return first, last
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """The paths not inside another of them."""
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(_inside(str(path), str(o)) for o in out):
+            out.append(path)
+    return out

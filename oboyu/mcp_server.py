@@ -91,6 +91,7 @@ class OboyuTools:
                 "roots": roots, "last_update": max(updates) if updates else None}
 
     def index(self, path: str) -> dict[str, Any]:
+        from .embedding_cache import EmbeddingCache
         from .indexer import Indexer
 
         if not self.allow_index:
@@ -104,10 +105,11 @@ class OboyuTools:
             raise RefusedError("only folders inside an indexed root can be indexed from here")
         if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
             raise RefusedError("hidden folders are not indexed")
-        with Store(self.db_path) as store:
-            stats = Indexer(store, self.embedder).index([Path(target)])
-        return {"added": stats.added, "changed": stats.changed, "removed": stats.removed,
-                "unchanged": stats.unchanged, "skipped": len(stats.skipped), "chunks": stats.chunks}
+        # opened for each write only: this server's own searches and other processes read meanwhile
+        stats = Indexer(self.db_path, self.embedder, cache=EmbeddingCache.default()).index([Path(target)])
+        return {"added": stats.added, "changed": stats.changed, "removed": stats.removed, "renamed": stats.renamed,
+                "unchanged": stats.unchanged, "skipped": len(stats.skipped), "chunks": stats.chunks,
+                "reused": stats.reused}
 
     @staticmethod
     def _checked_path(path: str) -> str:

@@ -42,6 +42,16 @@ class Result:
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
     leg_scores: dict[str, float | None] = field(default_factory=dict)  # each leg's raw score
     other_matches: int = 0  # further matching chunks of the same file (grouped results)
+    page_start: int | None = None  # PDF pages of the passage, from 1
+    page_end: int | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the passage is, for people: `path:lines`, or `path (p. N)` in a PDF."""
+        if self.page_start is not None:
+            pages = f"{self.page_start}" if self.page_end in (None, self.page_start) else f"{self.page_start}-{self.page_end}"
+            return f"{self.path} (p. {pages})"
+        return f"{self.path}:{self.start_line}-{self.end_line}"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -106,7 +116,7 @@ def search(
                 snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
                 ranks={leg: ranks.get(cid) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(cid)) for leg, scores in leg_scores.items()},
-                other_matches=others.get(cid, 0),
+                other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
             )
         )
     return results

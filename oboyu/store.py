@@ -9,6 +9,7 @@ parameter binding costs milliseconds per FLOAT[384] list; a registered array cos
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import uuid
@@ -21,7 +22,7 @@ import numpy as np
 
 from .errors import IndexBusyError, OboyuError
 
-SCHEMA_VERSION = 2  # 2: keyword index (kw_postings, kw_lengths)
+SCHEMA_VERSION = 3  # 2: keyword index (kw_postings, kw_lengths); 3: roots, PDF pages of chunks
 BM25_K1, BM25_B = 0.9, 0.4
 
 _SCHEMA = """
@@ -33,12 +34,15 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id VARCHAR, document_id BIGINT, ordinal INTEGER, heading VARCHAR, start_line INTEGER,
-    end_line INTEGER, start_char INTEGER, end_char INTEGER, text VARCHAR
+    end_line INTEGER, start_char INTEGER, end_char INTEGER, text VARCHAR, page_start INTEGER, page_end INTEGER
 );
 """
 _KEYWORD_SCHEMA = """
 CREATE TABLE IF NOT EXISTS kw_postings (chunk_id VARCHAR, term VARCHAR, tf INTEGER);
 CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
+"""
+_ROOTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS roots (path VARCHAR, name VARCHAR, follow_symlinks BOOLEAN, added_at TIMESTAMP);
 """
 
 
@@ -65,6 +69,19 @@ class ChunkRecord:
     end_char: int
     text: str
     terms: dict[str, int] = field(default_factory=dict)  # keyword index terms and counts
+    page_start: int | None = None  # PDF pages the chunk spans, from 1
+    page_end: int | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """A file renamed or moved with its content unchanged."""
+
+    old_path: str
+    new_path: str
+    root: str
+    size: int
+    mtime_ns: int
 
 
 @dataclass
@@ -122,6 +139,21 @@ class SearchHit:
     start_line: int
     end_line: int
     text: str
+    page_start: int | None = None  # PDF pages
+    page_end: int | None = None
+
+
+@dataclass(frozen=True)
+class Root:
+    """A folder (or file) the person asked to index; `oboyu index` with no path updates them all."""
+
+    path: str
+    name: str
+    follow_symlinks: bool = False
+
+
+class _NeedsUpgrade(Exception):
+    """A read-only open found an older schema."""
 
 
 class Store:
@@ -131,16 +163,41 @@ class Store:
             raise OboyuError(f"no index at {self.path}; run `oboyu index PATH` first")
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
+        self.con = self._connect()
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self._check_schema()
+        except _NeedsUpgrade:  # upgrade in a brief writable open, then read
+            self.con.close()
+            Store.open_writer(self.path).close()
+            self.con = self._connect()
+            self._check_schema()
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(str(self.path), read_only=self.read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise IndexBusyError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         except duckdb.Error as exc:
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
-        self.read_only = read_only
-        self._check_schema()
+
+    @classmethod
+    def open_writer(cls, path: Path, wait_seconds: float = 60.0) -> Store:
+        """A writable Store, waiting while readers in other processes hold the file (they hold it
+        for milliseconds at a time)."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                return cls(path)
+            except IndexBusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     @classmethod
     def reader_of(cls, writer: Store) -> Store:
@@ -166,10 +223,10 @@ class Store:
         tables = {row[0] for row in self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if "meta" in tables:
             version = self.get_meta("schema_version")
-            if version == "1" and not self.read_only:
-                self._migrate_from_1()
-            elif version == "1":
-                raise OboyuError(f"the index {self.path} is from an older oboyu; run `oboyu index` on one of its folders once to upgrade it")
+            if version in ("1", "2"):
+                if self.read_only:
+                    raise _NeedsUpgrade(version)
+                self._upgrade(int(version))
             elif version != str(SCHEMA_VERSION):
                 raise OboyuError(
                     f"the index {self.path} has schema version {version}, this oboyu reads {SCHEMA_VERSION}; "
@@ -183,20 +240,29 @@ class Store:
         with self._transaction():
             self.con.execute(_SCHEMA)
             self.con.execute(_KEYWORD_SCHEMA)
+            self.con.execute(_ROOTS_SCHEMA)
             self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
-    def _migrate_from_1(self) -> None:
-        """Version 1 had no keyword index: build it from the stored chunk texts."""
-        from .keywords import term_counts
-
-        rows = self.con.execute(
-            "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
-        ).fetchall()
+    def _upgrade(self, version: int) -> None:
+        """Bring an older index to this schema in one transaction: version 1 had no keyword index
+        (built from the stored chunk texts), version 2 no roots table and no PDF pages."""
         with self._transaction():
             self._bump_generation()
-            self.con.execute(_KEYWORD_SCHEMA)
-            counts = [(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows]
-            self._insert_keywords(counts)
+            if version < 2:
+                from .keywords import term_counts
+
+                rows = self.con.execute(
+                    "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+                ).fetchall()
+                self.con.execute(_KEYWORD_SCHEMA)
+                counts = [(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows]
+                self._insert_keywords(counts)
+            if version < 3:
+                self.con.execute("ALTER TABLE chunks ADD COLUMN page_start INTEGER")
+                self.con.execute("ALTER TABLE chunks ADD COLUMN page_end INTEGER")
+                self.con.execute(_ROOTS_SCHEMA)
+                for (root,) in self.con.execute("SELECT DISTINCT root FROM documents ORDER BY root").fetchall():
+                    self._insert_root(Root(root, self._unique_name(Path(root).name or root)))
             self.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
     def get_meta(self, key: str) -> str | None:
@@ -280,11 +346,44 @@ class Store:
                         np.array([c.start_char for _, c in chunks], dtype=np.int32),
                         np.array([c.end_char for _, c in chunks], dtype=np.int32),
                         _strings([c.text for _, c in chunks]),
+                        _optional_ints([c.page_start for _, c in chunks]),
+                        _optional_ints([c.page_end for _, c in chunks]),
                     ],
                 )
                 vectors = np.vstack([v for _, cs, v in items if len(cs)]).astype(np.float32)
                 self._insert_vectors(_strings([c.id for _, c in chunks]), vectors)
                 self._insert_keywords([(c.id, c.terms) for _, c in chunks])
+
+    def move_documents(self, moves: list[Move]) -> None:
+        """Renamed or moved files (same content): their rows, chunks and vectors follow them to
+        the new path, in one transaction; nothing is embedded again."""
+        if not moves:
+            return
+        with self._transaction():
+            self._bump_generation()
+            old_ids, new_ids = [], []
+            for move in moves:
+                rows = self.con.execute(
+                    "SELECT c.id, c.start_char, c.end_char, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
+                    "WHERE d.path = ?", [move.old_path]
+                ).fetchall()
+                for cid, start, end, text in rows:
+                    old_ids.append(cid)
+                    new_ids.append(chunk_id(move.new_path, start, end, text))
+                self.con.execute(
+                    "UPDATE documents SET path = ?, root = ?, size = ?, mtime_ns = ?, indexed_at = now() WHERE path = ?",
+                    [move.new_path, move.root, move.size, move.mtime_ns, move.old_path],
+                )
+            if not old_ids:
+                return
+            old_name, new_name = self._register(_strings(old_ids)), self._register(_strings(new_ids))
+            try:
+                mapping = f"(SELECT o.column0 AS old_id, n.column0 AS new_id FROM {old_name} o POSITIONAL JOIN {new_name} n) m"
+                for table, column in (("chunks", "id"), ("embeddings", "chunk_id"), ("kw_postings", "chunk_id"), ("kw_lengths", "chunk_id")):
+                    self.con.execute(f"UPDATE {table} SET {column} = m.new_id FROM {mapping} WHERE {table}.{column} = m.old_id")
+            finally:
+                self.con.unregister(old_name)
+                self.con.unregister(new_name)
 
     def delete_paths(self, paths: list[str]) -> None:
         if not paths:
@@ -293,15 +392,11 @@ class Store:
             self._bump_generation()
             self._delete_paths(paths)
 
-    def remove_root(self, root: str) -> int:
-        """Drop an indexed folder and every row of its files; returns how many files went."""
-        paths = [row[0] for row in self.con.execute("SELECT path FROM documents WHERE root = ?", [root]).fetchall()]
-        self.delete_paths(paths)
-        return len(paths)
-
-    def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
-        """A file touched but not changed: remember its new stat so it is not read again."""
-        self.con.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", [size, mtime_ns, path])
+    def update_file_stats(self, stats: list[tuple[str, int, int]]) -> None:
+        """Files touched but not changed: remember their new (path, size, mtime_ns) so they are
+        not read again."""
+        if stats:
+            self.con.executemany("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", [(s, m, p) for p, s, m in stats])
 
     def _delete_paths(self, paths: list[str]) -> None:
         name = self._register(_strings(paths))
@@ -361,6 +456,88 @@ class Store:
             self.con.unregister(ids_name)
             self.con.unregister(vec_name)
 
+    # --- roots ------------------------------------------------------------------------------
+
+    def list_roots(self) -> list[Root]:
+        rows = self.con.execute("SELECT path, name, follow_symlinks FROM roots ORDER BY path").fetchall()
+        return [Root(path, name, bool(follow)) for path, name, follow in rows]
+
+    def root_containing(self, path: str) -> Root | None:
+        """The registered root that is `path` or holds it."""
+        for root in self.list_roots():
+            if path == root.path or path.startswith(root.path.rstrip(os.sep) + os.sep):
+                return root
+        return None
+
+    def find_root(self, name_or_path: str) -> Root | None:
+        absolute = os.path.abspath(os.path.expanduser(name_or_path))
+        for root in self.list_roots():
+            if name_or_path == root.name or absolute == root.path:
+                return root
+        return None
+
+    def add_root(self, path: str, name: str | None = None, follow_symlinks: bool = False) -> Root:
+        """Remember a folder to index. Roots inside it merge into it; a name must be unique."""
+        existing = self.find_root(path)
+        if name is not None:
+            other = self.find_root(name)
+            if other is not None and other.path != path:
+                raise OboyuError(f"the name {name!r} is already used by {other.path}")
+        nested = [r for r in self.list_roots() if r.path.startswith(path.rstrip(os.sep) + os.sep)]
+        with self._transaction():
+            self._bump_generation()
+            for old in [*nested, *([existing] if existing else [])]:
+                self.con.execute("DELETE FROM roots WHERE path = ?", [old.path])
+                self.con.execute("UPDATE documents SET root = ? WHERE root = ?", [path, old.path])
+            chosen = name or (existing.name if existing else self._unique_name(Path(path).name or path))
+            root = Root(path, chosen, follow_symlinks)
+            self._insert_root(root)
+        return root
+
+    def remove_root(self, root: str) -> int:
+        """Forget an indexed folder and drop every row of its files; returns how many files went."""
+        paths = [row[0] for row in self.con.execute("SELECT path FROM documents WHERE root = ?", [root]).fetchall()]
+        with self._transaction():
+            self._bump_generation()
+            self._delete_paths(paths)
+            self.con.execute("DELETE FROM roots WHERE path = ?", [root])
+        return len(paths)
+
+    def _insert_root(self, root: Root) -> None:
+        self.con.execute("INSERT INTO roots VALUES (?, ?, ?, now())", [root.path, root.name, root.follow_symlinks])
+
+    def _unique_name(self, base: str) -> str:
+        taken = {row[0] for row in self.con.execute("SELECT name FROM roots").fetchall()}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}-{n}", n + 1
+        return name
+
+    # --- consistency -------------------------------------------------------------------------
+
+    def integrity_problems(self) -> list[str]:
+        """What breaks the index's invariants (empty when none): every chunk with one vector, one
+        keyword length and its document; documents' chunks numbered 0..n-1; no duplicate paths or
+        ids; every document under a registered root."""
+        checks = {
+            "chunks without a document": "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
+            "chunks without exactly one vector": "SELECT count(*) FROM chunks c WHERE (SELECT count(*) FROM embeddings e WHERE e.chunk_id = c.id) <> 1",
+            "vectors without a chunk": "SELECT count(*) FROM embeddings WHERE chunk_id NOT IN (SELECT id FROM chunks)",
+            "chunks without exactly one keyword length": "SELECT count(*) FROM chunks c WHERE (SELECT count(*) FROM kw_lengths l WHERE l.chunk_id = c.id) <> 1",
+            "keyword rows without a chunk": "SELECT (SELECT count(*) FROM kw_lengths WHERE chunk_id NOT IN (SELECT id FROM chunks)) + (SELECT count(*) FROM kw_postings WHERE chunk_id NOT IN (SELECT id FROM chunks))",
+            "keyword lengths that disagree with postings": "SELECT count(*) FROM kw_lengths l WHERE l.length <> coalesce((SELECT sum(tf) FROM kw_postings p WHERE p.chunk_id = l.chunk_id), 0)",
+            "duplicate chunk ids": "SELECT count(*) - count(DISTINCT id) FROM chunks",
+            "duplicate paths": "SELECT count(*) - count(DISTINCT path) FROM documents",
+            "documents whose chunks are not numbered 0..n-1": "SELECT count(*) FROM (SELECT document_id FROM chunks GROUP BY document_id HAVING min(ordinal) <> 0 OR max(ordinal) <> count(*) - 1 OR count(DISTINCT ordinal) <> count(*))",
+            "documents outside every root": "SELECT count(*) FROM documents WHERE root NOT IN (SELECT path FROM roots)",
+        }
+        problems = []
+        for what, sql in checks.items():
+            n = self.con.execute(sql).fetchone()[0] or 0
+            if n:
+                problems.append(f"{n} {what}")
+        return problems
+
     # --- search and status -----------------------------------------------------------------
 
     def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None) -> list[tuple[str, float]]:
@@ -417,7 +594,7 @@ class Store:
 
     def _hits(self, where: str) -> dict[str, SearchHit]:
         rows = self.con.execute(
-            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text "
+            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, c.page_start, c.page_end "
             f"FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         ).fetchall()
         return {row[0]: SearchHit(*row) for row in rows}
@@ -436,9 +613,9 @@ class Store:
         """Indexed folders: (root, documents, chunks, last update)."""
         return self.con.execute(
             """
-            SELECT d.root, count(DISTINCT d.id), count(c.id), max(d.indexed_at)
-            FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
-            GROUP BY d.root ORDER BY d.root
+            SELECT r.path, count(DISTINCT d.id), count(c.id), coalesce(max(d.indexed_at), r.added_at)
+            FROM roots r LEFT JOIN documents d ON d.root = r.path LEFT JOIN chunks c ON c.document_id = d.id
+            GROUP BY r.path, r.added_at ORDER BY r.path
             """
         ).fetchall()
 
@@ -461,6 +638,16 @@ def _sql_strings(values: list[str]) -> str:
 
 def _strings(values: list[str | None]) -> np.ndarray:
     return np.array(values, dtype=object)
+
+
+def _optional_ints(values: list[int | None]) -> np.ndarray:
+    return np.array(values, dtype=object)  # None becomes NULL
+
+
+def chunk_id(path: str, start_char: int, end_char: int, text: str) -> str:
+    """A chunk's id: stable while its file's path and text are."""
+    key = f"{path}\0{start_char}\0{end_char}\0{text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def file_bytes(path: Path) -> int:

@@ -94,13 +94,13 @@ def test_reindexing_is_stable_and_follows_changes(tree: Path, oboyu_env: dict) -
     assert oboyu(oboyu_env, "index", str(tree)).returncode == 0
     first = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "-k", "50").stdout)
     again = oboyu(oboyu_env, "index", str(tree))
-    assert "0 added, 0 changed, 0 removed, 6 unchanged" in again.stderr
+    assert "0 added, 0 changed, 0 removed, 0 renamed, 6 unchanged" in again.stderr
     assert json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "-k", "50").stdout) == first
 
     (tree / "notes" / "tax.md").write_text("# 確定申告\n\n今年はe-Taxでオンライン提出した。\n", encoding="utf-8")
     (tree / "docs" / "garden.md").unlink()
     changed = oboyu(oboyu_env, "index", str(tree))
-    assert "0 added, 1 changed, 1 removed, 4 unchanged" in changed.stderr
+    assert "0 added, 1 changed, 1 removed, 0 renamed, 4 unchanged" in changed.stderr
     hits = json.loads(oboyu(oboyu_env, "query", "e-Taxでオンライン提出", "--json", "-k", "50").stdout)
     paths = [h["path"] for h in hits]
     assert not any(p.endswith("garden.md") for p in paths)

@@ -110,19 +110,39 @@ def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not _colour(io.StringIO())
 
 
-def test_a_version_1_index_is_upgraded_with_its_keyword_index(tmp_path: Path) -> None:
-    path = tmp_path / "old.duckdb"
+def make_old_index(path: Path, version: int) -> None:
+    """An index in the shape an older oboyu wrote: version 2 had no roots table and no PDF pages,
+    version 1 no keyword index either."""
     with Store(path) as store:
         store.set_model("test-model", 4)
-        add_document(store, "/corpus/a.txt", [("猫が好き", {})])
-        store.con.execute("DROP TABLE kw_postings")
-        store.con.execute("DROP TABLE kw_lengths")
-        store.con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    with pytest.raises(Exception, match="older oboyu"):
-        Store(path, read_only=True)
-    with Store(path) as store:  # a writable open migrates
-        assert store.get_meta("schema_version") == "2"
+        add_document(store, "/corpus/a.txt", [("猫が好き", {"猫": 1})])
+        store.con.execute("DROP TABLE roots")
+        store.con.execute("ALTER TABLE chunks DROP COLUMN page_start")
+        store.con.execute("ALTER TABLE chunks DROP COLUMN page_end")
+        if version == 1:
+            store.con.execute("DROP TABLE kw_postings")
+            store.con.execute("DROP TABLE kw_lengths")
+        store.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_index_is_upgraded_on_first_open_even_for_reading(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.duckdb"
+    make_old_index(path, version)
+    with Store(path, read_only=True) as store:  # upgraded in a brief writable open, then read
+        assert store.get_meta("schema_version") == "3"
         assert [cid for cid, _ in store.keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
+        assert [(r.path, r.name) for r in store.list_roots()] == [("/corpus", "corpus")]
+        assert store.chunks_by_id(["/corpus/a.txt#0"])["/corpus/a.txt#0"].page_start is None
+        assert store.integrity_problems() == []
+
+
+def test_an_index_from_a_newer_oboyu_is_refused_with_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "new.duckdb"
+    with Store(path) as store:
+        store.con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(Exception, match="schema version 99, this oboyu reads 3"):
+        Store(path, read_only=True)
 
 
 def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: Store) -> None:

@@ -168,9 +168,9 @@ def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
     searched = threading.Event()
     original = Indexer._embed_and_store
 
-    def gated(self, prepared, stats):
+    def gated(self, *args):
         assert searched.wait(60), "no search was answered while indexing"
-        return original(self, prepared, stats)
+        return original(self, *args)
 
     monkeypatch.setattr(Indexer, "_embed_and_store", gated)
 

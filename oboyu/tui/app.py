@@ -26,6 +26,7 @@ from ..embedding import Embedder
 from ..engine import load_default_embedder
 from ..errors import OboyuError
 from ..extract import split_lines
+from ..embedding_cache import EmbeddingCache
 from ..indexer import Indexer, IndexProgress, IndexStats
 from ..keywords import match_spans, words
 from ..live import Answer, IndexSummary, LiveIndex
@@ -118,7 +119,7 @@ class OboyuApp(App):
             self.call_from_thread(self.notify, step, title="Building the default model (first use only)")
 
         try:
-            self.live.embedder = load_default_embedder(on_build_step=report)
+            self.live.embedder = load_default_embedder(on_build_step=report).load()
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
             self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
         finally:
@@ -335,7 +336,8 @@ class OboyuApp(App):
             if self.live.embedder is None:
                 raise OboyuError("the model is not loaded; indexing needs it")
             with self.live.writing() as store:
-                stats = Indexer(store, self.live.embedder, on_progress=progress, stop=self._index_stop).index(paths)
+                stats = Indexer(store, self.live.embedder, on_progress=progress, stop=self._index_stop,
+                                cache=EmbeddingCache.default()).index(paths)
         except Exception as exc:
             self.call_from_thread(self._index_finished, None, exc)
             return
