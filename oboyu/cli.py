@@ -16,10 +16,11 @@ import click
 from . import __version__
 from .errors import OboyuError
 from .paths import default_db_path
-from .progress import ProgressLine, format_duration
+from .progress import ProgressLine
 
 EXIT_NO_RESULTS = 1
 EXIT_ERROR = 2
+READ_WAIT_SECONDS = 15.0  # an indexer holds the file for one batch's write at a time
 
 
 def _db_option(func):
@@ -135,15 +136,23 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
             click.echo(f"removed {root.name} ({root.path}): {files} files", err=True)
 
 
+def _open_for_reading(path: Path):
+    """The index for reading; while an indexer writes a batch, wait (saying so) rather than fail."""
+    from .store import open_for_reading
+
+    def say() -> None:
+        click.echo("oboyu: waiting: another oboyu process is writing the index", err=True)
+
+    return open_for_reading(path, wait_seconds=READ_WAIT_SECONDS, on_wait=say)
+
+
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
     """A path that is gone is fine when it was indexed: its rows go."""
-    from .store import Store
-
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return
     if db.exists():
-        with Store(db, read_only=True) as store:
+        with _open_for_reading(db) as store:
             missing = [p for p in missing if not store.files_under(os.path.abspath(p)) and store.find_root(str(p)) is None]
     if missing:
         raise OboyuError(f"no such file or folder: {missing[0]}")
@@ -184,10 +193,9 @@ def _report(stats, quiet: bool, verbose: bool) -> None:
 def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
     import time
 
-    from .store import Store
     from .watch import watch
 
-    with Store(db, read_only=True) as store:
+    with _open_for_reading(db) as store:
         roots = [Path(r.path) for r in store.list_roots() if os.path.exists(r.path)]
     if not roots:
         raise OboyuError("nothing to watch: no indexed folder exists")
@@ -228,12 +236,11 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
     from .engine import load_default_embedder
     from .resident import ResidentIndex
     from .search import make_filters, search
-    from .store import Store
 
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
     filters = make_filters(paths, types, since, until)
-    with Store(db or default_db_path(), read_only=True) as store:
+    with _open_for_reading(db or default_db_path()) as store:
         embedder = load_default_embedder(ProgressLine()) if mode != "keyword" else None
         if from_stdin:  # the model and the index are loaded once for all the queries
             resident = ResidentIndex()
@@ -279,13 +286,13 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
     """Show what the index holds: its folders, files, chunks and model."""
     from .engine import DEFAULT_PROVIDER
-    from .store import Store, file_bytes
+    from .store import file_bytes
 
     path = db or default_db_path()
     if pending:
         _pending(path, names, as_json)
         return
-    with Store(path, read_only=True) as store:
+    with _open_for_reading(path) as store:
         documents, chunks = store.counts()
         model = store.get_meta("model_id")
         names_of = {r.path: r.name for r in store.list_roots()}

@@ -8,6 +8,7 @@ a killed process loses at most its last uncommitted batch, never the file)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,7 +44,9 @@ class EmbeddingCache:
 
     @classmethod
     def default(cls) -> EmbeddingCache:
-        return cls(cache_dir() / CACHE_FILE)
+        """`OBOYU_EMBEDDING_CACHE`, else embeddings.sqlite3 in the cache dir."""
+        env = os.environ.get("OBOYU_EMBEDDING_CACHE")
+        return cls(Path(env).expanduser() if env else cache_dir() / CACHE_FILE)
 
     @staticmethod
     def key(fingerprint: str, text: str) -> bytes:

@@ -20,7 +20,7 @@ from .extract import split_lines
 from .errors import OboyuError
 from .resident import ResidentIndex
 from .search import make_filters, search
-from .store import Store, open_for_reading
+from .store import open_for_reading
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50

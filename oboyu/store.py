@@ -13,7 +13,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -661,16 +661,21 @@ def file_bytes(path: Path) -> int:
     return total
 
 
-def open_for_reading(path: Path, wait_seconds: float = 3.0) -> Store:
-    """A read-only Store, waiting up to `wait_seconds` while an indexer holds the file."""
+def open_for_reading(path: Path, wait_seconds: float = 3.0, on_wait: Callable[[], None] | None = None) -> Store:
+    """A read-only Store, waiting up to `wait_seconds` while a writer holds the file (an indexer
+    holds it only while it writes a batch); `on_wait` hears once that we wait."""
     deadline = time.monotonic() + wait_seconds
+    told = False
     while True:
         try:
             return Store(path, read_only=True)
         except IndexBusyError:
             if time.monotonic() >= deadline:
                 raise
-            time.sleep(0.1)
+            if on_wait is not None and not told:
+                on_wait()
+                told = True
+            time.sleep(0.05)
 
 
 def keyword_text(title: str | None, heading: str, text: str) -> str:

@@ -33,7 +33,7 @@ from ..live import Answer, IndexSummary, LiveIndex
 from ..progress import format_duration
 from ..search import MODES, Result
 from ..store import Filters
-from .screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen, PromptScreen
+from .screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
 from .searching import SearchLoop, SearchRequest
 from .widgets import Preview, ResultList, display_path, preview_text
 

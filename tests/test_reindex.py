@@ -1,0 +1,210 @@
+"""Incremental updates through the library and the command: roots and names, renames, full
+rebuilds from the embedding cache, pending changes, removals, PDFs. Real files, real DuckDB."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oboyu.embedding import Embedder
+from oboyu.embedding_cache import EmbeddingCache
+from oboyu.errors import IndexBusyError, OboyuError
+from oboyu.index_lock import IndexLock
+from oboyu.indexer import Indexer
+from oboyu.search import search
+from oboyu.store import Store
+
+from pdfs import encrypt, make_pdf  # tests/pdfs.py (pytest puts tests/ on the path)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def oboyu(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def two_roots(tmp_path: Path) -> tuple[Path, Path]:
+    notes, recipes = tmp_path / "notes", tmp_path / "recipes"
+    write(notes / "meeting.md", "# 会議\n\n議事録は翌日までに共有する。\n")
+    write(notes / "deep" / "tax.md", "# 確定申告\n\n領収書をまとめておく。\n")
+    write(recipes / "curry.md", "# カレー\n\n玉ねぎを飴色になるまで炒める。\n")
+    return notes, recipes
+
+
+def paths_in(store: Store) -> set[str]:
+    return {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
+
+
+def test_roots_are_remembered_named_updated_and_removed(tmp_path: Path, embedder: Embedder, two_roots) -> None:
+    notes, recipes = two_roots
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([notes], name="work")
+    Indexer(db, embedder).index([recipes])
+    with Store(db, read_only=True) as store:
+        assert [(r.name, r.path) for r in store.list_roots()] == [("work", str(notes)), ("recipes", str(recipes))]
+    (notes / "meeting.md").unlink()
+    write(recipes / "soup.md", "# スープ\n\n味噌は火を止めてから溶く。\n")
+    stats = Indexer(db, embedder).update()  # every root, no path given
+    assert (stats.added, stats.removed, stats.unchanged) == (1, 1, 2)
+    stats = Indexer(db, embedder).update(["recipes"])  # by name
+    assert (stats.added, stats.removed, stats.unchanged) == (0, 0, 2)
+    with Store(db) as store:
+        assert store.remove_root(str(notes)) == 1
+        assert paths_in(store) == {str(recipes / "curry.md"), str(recipes / "soup.md")}
+        assert store.integrity_problems() == []
+    with pytest.raises(OboyuError, match="'work' is not an indexed folder"):
+        Indexer(db, embedder).update(["work"])
+
+
+def test_a_folder_inside_a_root_updates_that_part_and_a_parent_absorbs_nested_roots(
+    tmp_path: Path, embedder: Embedder, two_roots
+) -> None:
+    notes, _ = two_roots
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([notes / "deep"])
+    Indexer(db, embedder).index([notes])  # the parent takes the nested root's files
+    with Store(db, read_only=True) as store:
+        assert [r.path for r in store.list_roots()] == [str(notes)]
+        assert store.integrity_problems() == []
+    (notes / "deep" / "tax.md").unlink()
+    stats = Indexer(db, embedder).index([notes / "deep"])  # a part of the root: only it is compared
+    assert (stats.removed, stats.unchanged) == (1, 0)
+    with Store(db, read_only=True) as store:
+        assert paths_in(store) == {str(notes / "meeting.md")}
+
+
+def test_deleting_under_one_root_never_touches_another(tmp_path: Path, embedder: Embedder) -> None:
+    a, b = tmp_path / "a", tmp_path / "ab"  # "ab" shares a's prefix as a string
+    write(a / "x.md", "# x\n\n一つ目。\n")
+    write(b / "y.md", "# y\n\n二つ目。\n")
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([a, b])
+    (a / "x.md").unlink()
+    stats = Indexer(db, embedder).index([a])
+    assert stats.removed == 1
+    with Store(db, read_only=True) as store:
+        assert paths_in(store) == {str(b / "y.md")}
+
+
+def test_a_rename_moves_rows_without_embedding_and_a_changed_file_replaces_its_chunks(
+    tmp_path: Path, embedder: Embedder, two_roots
+) -> None:
+    notes, _ = two_roots
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([notes])
+    with Store(db, read_only=True) as store:
+        before = store.con.execute("SELECT c.text, e.vector FROM chunks c JOIN embeddings e ON e.chunk_id = c.id").fetchall()
+    (notes / "deep" / "tax.md").rename(notes / "archive-tax.md")
+    write(notes / "meeting.md", "# 会議\n\n議事録は当日中に共有する。\n")
+    stats = Indexer(db, embedder).index([notes])
+    assert (stats.renamed, stats.changed, stats.added, stats.removed) == (1, 1, 0, 0)
+    assert stats.chunks == 1  # only the changed file's text was embedded
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
+        assert paths_in(store) == {str(notes / "archive-tax.md"), str(notes / "meeting.md")}
+        after = dict(store.con.execute("SELECT c.text, e.vector FROM chunks c JOIN embeddings e ON e.chunk_id = c.id").fetchall())
+        texts = [r[0] for r in store.con.execute("SELECT text FROM chunks").fetchall()]
+        results = search(store, embedder, "領収書", k=1, mode="keyword")
+    assert after["領収書をまとめておく。"] == dict(before)["領収書をまとめておく。"]  # the same vector, moved
+    assert not any("翌日" in t for t in texts)  # the old text of the changed file is gone
+    assert results[0].path == str(notes / "archive-tax.md")
+
+
+def test_a_full_rebuild_reuses_the_embedding_cache(tmp_path: Path, embedder: Embedder, two_roots) -> None:
+    notes, _ = two_roots
+    db, cache = tmp_path / "index.duckdb", EmbeddingCache(tmp_path / "cache.sqlite3")
+    first = Indexer(db, embedder, cache=cache).index([notes])
+    assert (first.chunks, first.reused) == (2, 0)
+    full = Indexer(db, embedder, cache=cache, full=True).update()
+    assert (full.changed, full.chunks, full.reused) == (2, 0, 2)
+    db.unlink()  # the cache outlives the index
+    again = Indexer(db, embedder, cache=cache).index([notes])
+    assert (again.added, again.chunks, again.reused) == (2, 0, 2)
+    assert cache.stats().vectors == 2
+
+
+def test_pending_lists_changes_without_making_them(tmp_path: Path, embedder: Embedder, two_roots, oboyu_env: dict) -> None:
+    notes, _ = two_roots
+    db = Path(oboyu_env["OBOYU_DB"])
+    Indexer(db, embedder).index([notes])
+    (notes / "deep" / "tax.md").rename(notes / "tax.md")
+    write(notes / "new.md", "# 新規\n\n新しいメモ。\n")
+    os.utime(notes / "meeting.md", ns=(1, 1))  # touched, not changed
+    signature = db.stat().st_mtime_ns, db.stat().st_size
+    out = oboyu(oboyu_env, "status", "--pending", "--json")
+    assert out.returncode == 0, out.stderr
+    pending = json.loads(out.stdout)
+    assert pending["added"] == [str(notes / "new.md")]
+    assert pending["renamed"] == [{"from": str(notes / "deep" / "tax.md"), "to": str(notes / "tax.md")}]
+    assert (pending["changed"], pending["removed"], pending["unchanged"]) == ([], [], 1)
+    assert (db.stat().st_mtime_ns, db.stat().st_size) == signature
+    assert not Path(str(db) + ".wal").exists()
+
+
+def test_the_command_updates_every_root_and_removes_by_name(tmp_path: Path, two_roots, oboyu_env: dict) -> None:
+    notes, recipes = two_roots
+    assert oboyu(oboyu_env, "index", str(notes), "--name", "work").returncode == 0
+    assert oboyu(oboyu_env, "index", str(recipes)).returncode == 0
+    write(recipes / "soup.md", "# スープ\n\n味噌は火を止めてから溶く。\n")
+    update = oboyu(oboyu_env, "index")
+    assert "1 added, 0 changed, 0 removed, 0 renamed, 3 unchanged" in update.stderr, update.stderr
+    status = json.loads(oboyu(oboyu_env, "status", "--json").stdout)
+    assert [(r["name"], r["documents"]) for r in status["roots"]] == [("work", 2), ("recipes", 2)]
+    removed = oboyu(oboyu_env, "remove", "work")
+    assert removed.returncode == 0 and "removed work" in removed.stderr
+    unknown = oboyu(oboyu_env, "remove", "nope")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("oboyu: error: 'nope' is not an indexed folder")
+    assert json.loads(oboyu(oboyu_env, "status", "--json").stdout)["documents"] == 2
+    shutil_rmtree(recipes)
+    kept = oboyu(oboyu_env, "index")  # a missing root (unmounted?) keeps its rows
+    assert "is missing" in kept.stderr and json.loads(oboyu(oboyu_env, "status", "--json").stdout)["documents"] == 2
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)
+
+
+def test_one_indexer_at_a_time(tmp_path: Path, embedder: Embedder, two_roots) -> None:
+    notes, _ = two_roots
+    db = tmp_path / "index.duckdb"
+    with IndexLock(db):
+        with pytest.raises(IndexBusyError, match=f"another oboyu process \\(pid {os.getpid()}\\) is updating"):
+            Indexer(db, embedder).index([notes])
+    assert Indexer(db, embedder).index([notes]).added == 2
+
+
+def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: Path, embedder: Embedder) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    good = make_pdf([["Backups are taken every night.", "Keep three copies off site."],
+                     ["To restore the database, stop the service first.", "Then copy the files back."]])
+    (docs / "manual.pdf").write_bytes(good)
+    (docs / "locked.pdf").write_bytes(encrypt(good))
+    (docs / "scan.pdf").write_bytes(make_pdf([[], []]))
+    (docs / "broken.pdf").write_bytes(good[: len(good) // 3])
+    db = tmp_path / "index.duckdb"
+    stats = Indexer(db, embedder).index([docs])
+    reasons = {s.path.name: s.reason for s in stats.skipped}
+    assert reasons["locked.pdf"] == "encrypted PDF (needs a password)"
+    assert reasons["scan.pdf"] == "PDF has no text layer (scanned or image-only)"
+    assert reasons["broken.pdf"].startswith("cannot read PDF")
+    assert stats.added == 1
+    with Store(db, read_only=True) as store:
+        results = search(store, embedder, "restore the database", k=1, mode="keyword", group=False)
+        pages = store.con.execute("SELECT min(page_start), max(page_end) FROM chunks").fetchone()
+    assert pages == (1, 2)
+    top = results[0]
+    assert top.path.endswith("manual.pdf") and "restore" in top.snippet
+    assert top.location.startswith(str(docs / "manual.pdf") + " (p. ")
