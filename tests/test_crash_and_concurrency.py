@@ -1,0 +1,226 @@
+"""The index survives SIGKILL at random moments, answers queries from other processes while
+`oboyu index` runs, and `oboyu index --watch` follows the disk. Real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oboyu.embedding import Embedder
+from oboyu.embedding_cache import EmbeddingCache
+from oboyu.errors import IndexBusyError
+from oboyu.index_lock import IndexLock
+from oboyu.indexer import Indexer
+from oboyu.search import search
+from oboyu.store import Store, open_for_reading
+
+KILLS = 20
+WORDS = (
+    "議事録 予算 会議 確定申告 領収書 バックアップ 復元 データベース 玉ねぎ 味噌 旅行 新幹線 "
+    "backup restore database meeting budget travel kernel network schedule invoice"
+).split()
+
+
+def paragraph(rng: random.Random) -> str:
+    return "".join(rng.choice(WORDS) + ("。" if rng.random() < 0.2 else "の") for _ in range(rng.randint(30, 70)))
+
+
+def note(rng: random.Random) -> str:
+    return "\n\n".join(f"## {rng.choice(WORDS)} {i}\n\n{paragraph(rng)}" for i in range(rng.randint(2, 5))) + "\n"
+
+
+def make_tree(root: Path, rng: random.Random, files: int) -> None:
+    for i in range(files):
+        path = root / f"part-{i % 4}" / f"note-{i:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note(rng), encoding="utf-8")
+
+
+def mutate(root: Path, rng: random.Random) -> None:
+    """Edits, a deletion, additions and a rename: every kind of change the next run meets."""
+    files = sorted(root.rglob("*.md"))
+    for path in rng.sample(files, 2):
+        path.write_text(note(rng), encoding="utf-8")
+    rng.choice(files).unlink(missing_ok=True)
+    for _ in range(2):
+        (root / f"part-{rng.randrange(4)}" / f"new-{rng.randrange(10**6)}.md").write_text(note(rng), encoding="utf-8")
+    survivors = [p for p in sorted(root.rglob("*.md")) if p.exists()]
+    moved = rng.choice(survivors)
+    moved.rename(root / f"part-{rng.randrange(4)}" / f"moved-{rng.randrange(10**6)}.md")
+
+
+def snapshot(db: Path) -> dict:
+    """Everything an index holds, in a comparable form."""
+    with Store(db, read_only=True) as store:
+        q = store.con.execute
+        return {
+            "documents": q("SELECT path, root, size, mtime_ns, sha256, title FROM documents ORDER BY path").fetchall(),
+            "chunks": q(
+                "SELECT d.path, c.ordinal, c.id, c.heading, c.start_line, c.end_line, c.text "
+                "FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY d.path, c.ordinal"
+            ).fetchall(),
+            "postings": sorted(q("SELECT chunk_id, term, tf FROM kw_postings").fetchall()),
+            "vectors": {cid: np.array(v) for cid, v in q("SELECT chunk_id, vector FROM embeddings").fetchall()},
+            "roots": [r.path for r in store.list_roots()],
+        }
+
+
+def assert_same_index(a: dict, b: dict) -> None:
+    for key in ("documents", "chunks", "postings", "roots"):
+        assert a[key] == b[key], key
+    assert a["vectors"].keys() == b["vectors"].keys()
+    for cid, vector in a["vectors"].items():
+        assert np.allclose(vector, b["vectors"][cid], atol=1e-6), cid
+
+
+def run_env(oboyu_env: dict, tmp_path: Path) -> dict:
+    env = dict(oboyu_env)
+    env["OBOYU_EMBEDDING_CACHE"] = str(tmp_path / "embeddings.sqlite3")
+    return env
+
+
+def start_index(env: dict, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "oboyu.cli", "index", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+    rng = random.Random(20261122)
+    tree = tmp_path / "tree"
+    make_tree(tree, rng, 30)
+    env = run_env(oboyu_env, tmp_path)
+    db = Path(env["OBOYU_DB"])
+    killed, finished, horizon = 0, 0, 4.0
+    generations: list[str | None] = []  # the index's generation after each round: did the run write?
+    for round_ in range(KILLS):
+        if round_:
+            mutate(tree, rng)
+        process = start_index(env, str(tree), "-q")
+        started = time.monotonic()
+        delay = rng.uniform(0.1, horizon)
+        try:
+            process.wait(delay)
+            finished += 1
+            assert process.returncode == 0, process.stderr.read()
+            horizon = max(1.0, 1.2 * (time.monotonic() - started))
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            killed += 1
+            horizon *= 1.2  # reach further into the run next time, whatever this one reached
+        process.stdout.close()
+        process.stderr.close()
+        if not db.exists():
+            continue
+        with Store(db, read_only=True) as store:  # opens, is consistent, answers
+            assert store.integrity_problems() == [], f"round {round_}, killed after {delay:.2f}s"
+            search(store, embedder, "バックアップの復元", k=5)
+            generations.append(store.get_meta("generation"))
+        with IndexLock(db):  # the killed process left no lock behind
+            pass
+    assert killed >= KILLS // 2, f"only {killed} of {KILLS} runs were killed before they finished"
+    wrote = sum(a != b for a, b in zip(generations, generations[1:]))
+    assert 0 < wrote < len(generations) - 1, "kills should land both before and after some writes"
+    final = subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(tree), "-q"], env=env, capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
+    fresh = tmp_path / "fresh.duckdb"
+    cache = EmbeddingCache(Path(env["OBOYU_EMBEDDING_CACHE"]))
+    Indexer(fresh, embedder, cache=cache).index([tree])
+    assert_same_index(snapshot(db), snapshot(fresh))
+    print(f"{killed} killed, {finished} finished before the kill; {wrote} of {len(generations) - 1} rounds wrote")
+
+
+def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+    rng = random.Random(7)
+    small, big = tmp_path / "small", tmp_path / "big"
+    make_tree(small, rng, 2)
+    make_tree(big, rng, 60)
+    env = run_env(oboyu_env, tmp_path)
+    Indexer(Path(env["OBOYU_DB"]), embedder).index([small])
+    indexer = start_index(env, str(big), "-q")
+    answers = []
+    try:
+        while indexer.poll() is None:
+            query = subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "会議の予算", "--json", "-k", "50", "--chunks"],
+                                   env=env, capture_output=True, text=True, timeout=120)
+            answers.append((query, indexer.poll() is None))
+    finally:
+        indexer.wait(300)
+    assert indexer.returncode == 0, indexer.stderr.read()
+    during = [q for q, running in answers if running]
+    assert len(during) >= 2, "the index finished before two queries ran"
+    for query in during:
+        assert query.returncode == 0, query.stderr  # an answer from the last committed state
+        assert "Traceback" not in query.stderr and "IO Error" not in query.stderr
+        assert query.stderr in ("", "oboyu: waiting: another oboyu process is writing the index\n")
+    seen = [len(json.loads(q.stdout)) for q in during]
+    assert seen == sorted(seen)  # batches land one after another, never lost
+
+
+def read_lines(stream, lines: list[str]) -> threading.Thread:
+    def pump() -> None:
+        for line in stream:
+            lines.append(line)
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def paths_found(db: Path, embedder: Embedder, query: str) -> set[str]:
+    try:
+        with open_for_reading(db, wait_seconds=2) as store:
+            return {r.path for r in search(store, embedder, query, k=20, mode="keyword")}
+    except IndexBusyError:
+        return set()
+
+
+def wait_for(condition, timeout: float = 60.0) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if condition():
+            return time.monotonic() - started
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
+    env = run_env(oboyu_env, tmp_path)
+    db = Path(env["OBOYU_DB"])
+    assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(notes), "-q"], env=env).returncode == 0
+    watcher = start_index(env, "--watch")
+    lines: list[str] = []
+    read_lines(watcher.stderr, lines)
+    try:
+        wait_for(lambda: any(line.startswith("watching 1 folder") for line in lines))
+        (notes / "garden.md").write_text("# 庭\n\nトマトの苗を植えた。\n", encoding="utf-8")
+        wait_for(lambda: str(notes / "garden.md") in paths_found(db, embedder, "トマト"))
+        (notes / "sub").mkdir()
+        (notes / "garden.md").rename(notes / "sub" / "tomato.md")
+        wait_for(lambda: paths_found(db, embedder, "トマト") == {str(notes / "sub" / "tomato.md")})
+        (notes / "sub" / "tomato.md").unlink()
+        wait_for(lambda: not paths_found(db, embedder, "トマト"))
+        assert any("1 renamed" in line for line in lines), lines
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        watcher.wait(30)
+    assert watcher.returncode == 0, "".join(lines)
+    wait_for(lambda: lines and lines[-1] == "stopped watching\n", 5)
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
