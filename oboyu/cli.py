@@ -200,8 +200,10 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
     if not roots:
         raise OboyuError("nothing to watch: no indexed folder exists")
     err = sys.stderr
-    err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
-    err.flush()
+
+    def on_ready() -> None:
+        err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
+        err.flush()
 
     def on_batch(stats) -> None:
         if quiet or not (stats.added or stats.changed or stats.removed or stats.renamed or verbose):
@@ -210,7 +212,7 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
         err.flush()
 
     try:
-        watch(indexer, roots, on_batch)
+        watch(indexer, roots, on_batch, on_ready)
     except KeyboardInterrupt:
         pass
     err.write("stopped watching\n")

@@ -1,0 +1,106 @@
+"""Random trees of bad files (hypothesis): every run ends cleanly, skips with reasons, and leaves
+a consistent index that a second run finds up to date. Real files on disk, a real DuckDB file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oboyu.embedding import Embedder
+from oboyu.indexer import Indexer
+from oboyu.store import Store
+
+from pdfs import make_pdf  # tests/pdfs.py
+
+MAX_BYTES = 32 * 1024
+
+KINDS = [
+    "japanese", "english", "random_text", "binary", "invalid_bytes", "empty", "over_cap", "long_line",
+    "unreadable", "broken_symlink", "symlink_loop", "bad_name", "spaces_and_japanese_name", "deep",
+    "broken_pdf", "pdf", "latin1", "utf16",
+]
+
+
+def build(root: Path, kind: str, i: int, text: str, data: bytes) -> None:
+    folder = root / f"d{i % 3}"
+    folder.mkdir(parents=True, exist_ok=True)
+    name = folder / f"f{i}.txt"
+    if kind == "japanese":
+        name.write_text(f"日本語のメモ {i}。{text}\n", encoding="utf-8")
+    elif kind == "english":
+        name.with_suffix(".md").write_text(f"# Note {i}\n\nPlain English text. {text}\n", encoding="utf-8")
+    elif kind == "random_text":
+        name.write_text(text, encoding="utf-8", errors="surrogatepass")
+    elif kind == "binary":
+        name.write_bytes(b"\x00\x01\x02" + data)
+    elif kind == "invalid_bytes":
+        name.write_bytes(b"\xff\xfe\xfd" + data + b"\x80\x81")
+    elif kind == "empty":
+        name.write_bytes(b"")
+    elif kind == "over_cap":
+        name.write_bytes(b"a" * (MAX_BYTES + 1))
+    elif kind == "long_line":
+        name.write_text("長い行" * 2500, encoding="utf-8")  # one 7,500-character line, no break
+    elif kind == "unreadable":
+        name.write_text("読めないはず。\n", encoding="utf-8")
+        name.chmod(0)
+    elif kind == "broken_symlink":
+        name.symlink_to(root / "nowhere.txt")
+    elif kind == "symlink_loop":
+        (folder / f"loop{i}").symlink_to(folder, target_is_directory=True)
+    elif kind == "bad_name":
+        os.close(os.open(os.fsencode(folder) + b"/bad\xff" + str(i).encode() + b".txt", os.O_CREAT | os.O_WRONLY, 0o644))
+    elif kind == "spaces_and_japanese_name":
+        (folder / f"名前 に 空白 {i}.md").write_text(f"# 空白\n\n{text}\n", encoding="utf-8")
+    elif kind == "deep":
+        deep = folder.joinpath(*[f"level{n}" for n in range(40)])
+        deep.mkdir(parents=True, exist_ok=True)
+        (deep / "bottom.txt").write_text(f"深い場所のファイル {i}。\n", encoding="utf-8")
+    elif kind == "broken_pdf":
+        name.with_suffix(".pdf").write_bytes(b"%PDF-1.7\n" + data)
+    elif kind == "pdf":
+        name.with_suffix(".pdf").write_bytes(make_pdf([[f"Page one of file {i}."], [f"Page two {text.encode('ascii', 'ignore').decode()[:40]}"]]))
+    elif kind == "latin1":
+        name.write_bytes(f"Caf\xe9 cr\xe8me {i}\n".encode("latin-1"))
+    elif kind == "utf16":
+        name.write_bytes(f"UTF-16 のメモ {i}\n".encode("utf-16"))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    files=st.lists(st.tuples(st.sampled_from(KINDS), st.text(max_size=200), st.binary(max_size=200)), min_size=1, max_size=12),
+    follow=st.booleans(),
+    delete_every=st.integers(min_value=2, max_value=4),
+)
+def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, files, follow: bool, delete_every: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="oboyu-fuzz-"))
+    try:
+        root = tmp / "tree"
+        for i, (kind, text, data) in enumerate(files):
+            build(root, kind, i, text, data)
+        db = tmp / "index.duckdb"
+        first = Indexer(db, embedder, max_bytes=MAX_BYTES, follow_symlinks=follow).index([root])
+        assert all(s.reason for s in first.skipped)
+        with Store(db, read_only=True) as store:
+            assert store.integrity_problems() == []
+            indexed = {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
+        again = Indexer(db, embedder, max_bytes=MAX_BYTES).update()
+        assert (again.added, again.changed, again.removed, again.renamed) == (0, 0, 0, 0)
+        doomed = sorted(indexed)[::delete_every]
+        for path in doomed:
+            os.unlink(path)
+        after = Indexer(db, embedder, max_bytes=MAX_BYTES).update()
+        assert after.removed == len(doomed)
+        with Store(db, read_only=True) as store:
+            assert store.integrity_problems() == []
+            left = {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
+        assert left == indexed - set(doomed)
+    finally:
+        for dirpath, dirnames, _ in os.walk(tmp):
+            os.chmod(dirpath, 0o755)
+        shutil.rmtree(tmp, ignore_errors=True)
