@@ -200,6 +200,7 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
     if not roots:
         raise OboyuError("nothing to watch: no indexed folder exists")
     err = sys.stderr
+    indexer.embedder.load()  # now, so that the first change is not the one that waits for it
 
     def on_ready() -> None:
         err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")

@@ -234,7 +234,8 @@ class Indexer:
                 parts = []
                 for path in _outermost(Path(os.path.abspath(p)) for p in paths):
                     root = next((r for r in roots if _inside(str(path), r.path)), None)
-                    if root is not None:
+                    # a root gone from disk (an unmounted drive) keeps its rows, as in update()
+                    if root is not None and os.path.exists(root.path):
                         parts.append(_Part(root, path))
                 plan = self._plan(store, parts, hash_changed=False)
             self._apply(plan, stats)

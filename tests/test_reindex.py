@@ -208,3 +208,23 @@ def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: P
     top = results[0]
     assert top.path.endswith("manual.pdf") and "restore" in top.snippet
     assert top.location.startswith(str(docs / "manual.pdf") + " (p. ")
+
+
+def test_a_file_deleted_between_listing_and_reading_is_skipped_with_its_reason(
+    tmp_path: Path, embedder: Embedder, two_roots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes, _ = two_roots
+    original = Indexer._prepare
+
+    def vanishing(self, entry, previous):
+        if entry.path.name == "meeting.md":
+            entry.path.unlink()  # deleted after the crawl listed it, before it is read
+        return original(self, entry, previous)
+
+    monkeypatch.setattr(Indexer, "_prepare", vanishing)
+    db = tmp_path / "index.duckdb"
+    stats = Indexer(db, embedder).index([notes])
+    assert stats.added == 1
+    assert [(s.path.name, s.reason) for s in stats.skipped] == [("meeting.md", "cannot read: No such file or directory")]
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []

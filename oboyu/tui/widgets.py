@@ -47,7 +47,8 @@ def result_prompt(result: Result) -> Group:
         score = f"+{result.other_matches}  {score}"
     first.add_row(name, Text(score, style="dim"))
     heading = Text(result.heading or result.title or "", style="italic", no_wrap=True, overflow="ellipsis")
-    heading.append(f"  L{result.start_line}–{result.end_line}", style="dim")
+    where = f"p. {result.page_start}" if result.page_start is not None else f"L{result.start_line}–{result.end_line}"
+    heading.append(f"  {where}", style="dim")
     return Group(first, heading, highlighted(result.snippet, result.matches))
 
 
