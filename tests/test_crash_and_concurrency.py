@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -222,5 +223,42 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
         watcher.wait(30)
     assert watcher.returncode == 0, "".join(lines)
     wait_for(lambda: lines and lines[-1] == "stopped watching\n", 5)
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
+
+
+def document_count(db: Path) -> int:
+    try:
+        with open_for_reading(db, wait_seconds=2) as store:
+            return store.counts()[0]
+    except IndexBusyError:
+        return -1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_watch_survives_a_burst_like_a_checkout(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "repo"
+    notes.mkdir()
+    (notes / "README.md").write_text("# リポジトリ\n\n説明。\n", encoding="utf-8")
+    env = run_env(oboyu_env, tmp_path)
+    db = Path(env["OBOYU_DB"])
+    assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(notes), "-q"], env=env).returncode == 0
+    watcher = start_index(env, "--watch")
+    lines: list[str] = []
+    read_lines(watcher.stderr, lines)
+    burst = 300  # more than watch.BURST_PATHS: the burst becomes one update of the root
+    try:
+        wait_for(lambda: any(line.startswith("watching") for line in lines))
+        for i in range(burst):  # as fast as a checkout writes them
+            folder = notes / "src" / f"pkg{i % 7}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"module{i}.md").write_text(f"# モジュール {i}\n\n番号 {i} の説明。\n", encoding="utf-8")
+        wait_for(lambda: document_count(db) == burst + 1, timeout=240)
+        shutil.rmtree(notes / "src")  # and back again
+        wait_for(lambda: document_count(db) == 1, timeout=60)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        watcher.wait(30)
+    assert watcher.returncode == 0, "".join(lines)
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
