@@ -124,14 +124,7 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
     if not path.exists():
         raise OboyuError(f"no index at {path}")
     with IndexLock(path), Store.open_writer(path) as store:
-        roots = []
-        for name in names:
-            root = store.find_root(name)
-            if root is None:
-                known = ", ".join(r.name for r in store.list_roots()) or "none"
-                raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
-            roots.append(root)
-        for root in roots:
+        for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
             click.echo(f"removed {root.name} ({root.path}): {files} files", err=True)
 

@@ -187,57 +187,53 @@ class Indexer:
         paths = list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths))
         if name is not None and len(paths) != 1:
             raise OboyuError("a name goes with exactly one folder")
-        with IndexLock(self.index_path):
-            stats = IndexStats()
-            started = time.perf_counter()
-            parts: list[_Part] = []
-            with self._open() as store:
-                store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-                for path in paths:
-                    root = store.root_containing(str(path))
-                    if root is not None and root.path == str(path) and not path.exists():
-                        stats.removed += store.remove_root(root.path)  # a root deleted from disk leaves
-                        continue
-                    if root is None and not path.exists():
-                        stats.skipped.append(Skipped(path, "no such file or folder"))
-                        continue
-                    if root is None or root.path == str(path) and (name or self.follow_symlinks and not root.follow_symlinks):
-                        root = store.add_root(str(path), name, self.follow_symlinks or (root.follow_symlinks if root else False))
-                    parts.append(_Part(root, path))
-                plan = self._plan(store, parts, hash_changed=False)
-            self._apply(plan, stats)
-            stats.seconds = time.perf_counter() - started
-            return stats
+
+        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
+            parts = []
+            for path in paths:
+                root = store.root_containing(str(path))
+                if root is not None and root.path == str(path) and not path.exists():
+                    stats.removed += store.remove_root(root.path)  # a root deleted from disk leaves
+                    continue
+                if root is None and not path.exists():
+                    stats.skipped.append(Skipped(path, "no such file or folder"))
+                    continue
+                if root is None or root.path == str(path) and (name or self.follow_symlinks and not root.follow_symlinks):
+                    root = store.add_root(str(path), name, self.follow_symlinks or (root.follow_symlinks if root else False))
+                parts.append(_Part(root, path))
+            return parts
+
+        return self._run(parts_of)
 
     def update(self, names: Iterable[str] = ()) -> IndexStats:
         """Update every root (or those named: names or paths). A root missing from disk (an
         unmounted drive) keeps its rows and is reported; `remove` drops it."""
+        return self._run(lambda store, stats: self._root_parts(store, names, stats))
+
+    def update_paths(self, paths: Iterable[Path]) -> IndexStats:
+        """Bring these paths (files or folders, present or gone) up to date: what a watcher
+        calls with the paths that changed. Paths outside every root are ignored."""
+
+        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
+            roots = store.list_roots()
+            parts = []
+            for path in _outermost(Path(os.path.abspath(p)) for p in paths):
+                root = next((r for r in roots if _inside(str(path), r.path)), None)
+                # a root gone from disk (an unmounted drive) keeps its rows, as in update()
+                if root is not None and os.path.exists(root.path):
+                    parts.append(_Part(root, path))
+            return parts
+
+        return self._run(parts_of)
+
+    def _run(self, parts_of: Callable[[Store, IndexStats], list[_Part]]) -> IndexStats:
+        """Under the indexer lock: choose the parts to compare, plan, apply."""
         with IndexLock(self.index_path):
             stats = IndexStats()
             started = time.perf_counter()
             with self._open() as store:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-                parts = self._root_parts(store, names, stats)
-                plan = self._plan(store, parts, hash_changed=False)
-            self._apply(plan, stats)
-            stats.seconds = time.perf_counter() - started
-            return stats
-
-    def update_paths(self, paths: Iterable[Path]) -> IndexStats:
-        """Bring these paths (files or folders, present or gone) up to date: what a watcher
-        calls with the paths that changed. Paths outside every root are ignored."""
-        with IndexLock(self.index_path):
-            stats = IndexStats()
-            started = time.perf_counter()
-            with self._open() as store:
-                roots = store.list_roots()
-                parts = []
-                for path in _outermost(Path(os.path.abspath(p)) for p in paths):
-                    root = next((r for r in roots if _inside(str(path), r.path)), None)
-                    # a root gone from disk (an unmounted drive) keeps its rows, as in update()
-                    if root is not None and os.path.exists(root.path):
-                        parts.append(_Part(root, path))
-                plan = self._plan(store, parts, hash_changed=False)
+                plan = self._plan(store, parts_of(store, stats), hash_changed=False)
             self._apply(plan, stats)
             stats.seconds = time.perf_counter() - started
             return stats
@@ -253,13 +249,7 @@ class Indexer:
     def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[_Part]:
         names = list(names)
         if names:
-            roots = []
-            for name in names:
-                root = store.find_root(name)
-                if root is None:
-                    known = ", ".join(r.name for r in store.list_roots()) or "none yet"
-                    raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
-                roots.append(root)
+            roots = store.roots_named(names)
         else:
             roots = store.list_roots()
             if not roots:

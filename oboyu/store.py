@@ -476,6 +476,17 @@ class Store:
                 return root
         return None
 
+    def roots_named(self, names: list[str]) -> list[Root]:
+        """The roots with these names or paths; an unknown one is an error that lists the known."""
+        roots = []
+        for name in names:
+            root = self.find_root(name)
+            if root is None:
+                known = ", ".join(r.name for r in self.list_roots()) or "none yet"
+                raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
+            roots.append(root)
+        return roots
+
     def add_root(self, path: str, name: str | None = None, follow_symlinks: bool = False) -> Root:
         """Remember a folder to index. Roots inside it merge into it; a name must be unique."""
         existing = self.find_root(path)

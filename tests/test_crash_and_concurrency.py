@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
@@ -170,14 +169,18 @@ def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embe
     assert seen == sorted(seen)  # batches land one after another, never lost
 
 
-def read_lines(stream, lines: list[str]) -> threading.Thread:
+def index_and_watch(env: dict, folder: Path) -> tuple[subprocess.Popen, list[str]]:
+    """Index `folder`, then start `oboyu index --watch`; its stderr lines gather in the list."""
+    assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(folder), "-q"], env=env).returncode == 0
+    watcher = start_index(env, "--watch")
+    lines: list[str] = []
+
     def pump() -> None:
-        for line in stream:
+        for line in watcher.stderr:
             lines.append(line)
 
-    thread = threading.Thread(target=pump, daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=pump, daemon=True).start()
+    return watcher, lines
 
 
 def paths_found(db: Path, embedder: Embedder, query: str) -> set[str]:
@@ -204,10 +207,7 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
     (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
     env = run_env(oboyu_env, tmp_path)
     db = Path(env["OBOYU_DB"])
-    assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(notes), "-q"], env=env).returncode == 0
-    watcher = start_index(env, "--watch")
-    lines: list[str] = []
-    read_lines(watcher.stderr, lines)
+    watcher, lines = index_and_watch(env, notes)
     try:
         wait_for(lambda: any(line.startswith("watching 1 folder") for line in lines))
         (notes / "garden.md").write_text("# 庭\n\nトマトの苗を植えた。\n", encoding="utf-8")
@@ -242,10 +242,7 @@ def test_watch_survives_a_burst_like_a_checkout(tmp_path: Path, oboyu_env: dict)
     (notes / "README.md").write_text("# リポジトリ\n\n説明。\n", encoding="utf-8")
     env = run_env(oboyu_env, tmp_path)
     db = Path(env["OBOYU_DB"])
-    assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(notes), "-q"], env=env).returncode == 0
-    watcher = start_index(env, "--watch")
-    lines: list[str] = []
-    read_lines(watcher.stderr, lines)
+    watcher, lines = index_and_watch(env, notes)
     burst = 300  # more than watch.BURST_PATHS: the burst becomes one update of the root
     try:
         wait_for(lambda: any(line.startswith("watching") for line in lines))
