@@ -152,12 +152,15 @@ class Indexer:
     def __init__(self, index: Store | Path, embedder: Embedder, progress: ProgressLine | None = None,
                  max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
                  on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None,
-                 cache: EmbeddingCache | None = None, full: bool = False):
-        """`index` is an open Store (held for the run) or the index file's path (opened for each
-        write). `on_progress` hears of each step; setting `stop` ends the run after the batch in
-        hand. `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
+                 cache: EmbeddingCache | None = None, full: bool = False,
+                 open_writer: Callable[[], contextlib.AbstractContextManager[Store]] | None = None):
+        """`index` is an open Store (held for the run) or the index file's path, opened for each
+        write (by `open_writer` when given: a long-lived process that also reads the file).
+        `on_progress` hears of each step; setting `stop` ends the run after the batch in hand.
+        `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
         self.index_path = index.path if isinstance(index, Store) else Path(index)
         self._store = index if isinstance(index, Store) else None
+        self._open_writer = open_writer
         self.embedder = embedder
         self.progress = progress or ProgressLine(enabled=False)
         self.max_bytes = max_bytes
@@ -172,6 +175,10 @@ class Indexer:
     def _open(self) -> Iterator[Store]:
         if self._store is not None:
             yield self._store
+            return
+        if self._open_writer is not None:
+            with self._open_writer() as store:
+                yield store
             return
         store = Store.open_writer(self.index_path)
         try:

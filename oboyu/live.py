@@ -4,7 +4,8 @@ that `oboyu index` in another process can take the write lock between queries. W
 process writes, unfiltered searches answer from the state last loaded and say so.
 
 The same process may write too (the TUI's reindex): `writing()` hands out the writable Store and,
-while it is open, readers read the committed state through a cursor of it.
+while it is open, readers read the committed state through a cursor of it. The app's indexer
+takes it for each batch's write only, so other processes read between batches.
 """
 
 from __future__ import annotations
@@ -68,11 +69,12 @@ class LiveIndex:
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Store]:
-        """The writable Store, for this process's own indexing; readers go on meanwhile."""
+        """The writable Store for a moment (the app's indexer opens it for each batch); readers
+        in this process go on meanwhile through a cursor of it."""
         with self._lock:
             if self._writer is not None:
                 raise OboyuError("this index is already being updated")
-            self._writer = Store(self.db_path)
+            self._writer = Store.open_writer(self.db_path)
         try:
             yield self._writer
         finally:

@@ -335,9 +335,9 @@ class OboyuApp(App):
             self.model_ready.wait()
             if self.live.embedder is None:
                 raise OboyuError("the model is not loaded; indexing needs it")
-            with self.live.writing() as store:
-                stats = Indexer(store, self.live.embedder, on_progress=progress, stop=self._index_stop,
-                                cache=EmbeddingCache.default()).index(paths)
+            # the file is opened for each batch's write only, so other processes read meanwhile
+            stats = Indexer(self.live.db_path, self.live.embedder, on_progress=progress, stop=self._index_stop,
+                            cache=EmbeddingCache.default(), open_writer=self.live.writing).index(paths)
         except Exception as exc:
             self.call_from_thread(self._index_finished, None, exc)
             return
@@ -358,8 +358,9 @@ class OboyuApp(App):
             self._show_index_progress(None, message)
         else:
             line = (f"{'stopped' if stats.stopped else 'done'} in {format_duration(stats.seconds)}: "
-                    f"{stats.added} added, {stats.changed} changed, {stats.removed} removed, "
-                    f"{stats.unchanged} unchanged, {len(stats.skipped)} skipped; {stats.chunks} chunks embedded")
+                    f"{stats.added} added, {stats.changed} changed, {stats.removed} removed, {stats.renamed} renamed, "
+                    f"{stats.unchanged} unchanged, {len(stats.skipped)} skipped; {stats.chunks} chunks embedded, "
+                    f"{stats.reused} reused")
             self.notify(line, title="Index updated")
             self._show_index_progress(None, line)
         self.refresh_summary()
