@@ -93,6 +93,8 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool
         raise click.UsageError("--name goes with exactly one PATH")
     path = db or default_db_path()
     _check_paths(path, paths)
+    if not paths and not path.exists():
+        raise click.UsageError("no folders are indexed yet: give a PATH")
     indexer = _indexer(path, quiet, follow_symlinks, full)
     stats = indexer.index(paths, name) if paths else indexer.update()
     _report(stats, quiet, verbose)
@@ -108,8 +110,10 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool
 @click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
 def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool) -> None:
     """Update the indexed folders NAMES (names or paths; all when none are given)."""
-    indexer = _indexer(db or default_db_path(), quiet, False, full)
-    _report(indexer.update(names), quiet, verbose)
+    path = db or default_db_path()
+    if not path.exists():
+        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    _report(_indexer(path, quiet, False, full).update(names), quiet, verbose)
 
 
 @cli.command()

@@ -153,6 +153,9 @@ def test_pending_lists_changes_without_making_them(tmp_path: Path, embedder: Emb
 
 def test_the_command_updates_every_root_and_removes_by_name(tmp_path: Path, two_roots, oboyu_env: dict) -> None:
     notes, recipes = two_roots
+    nothing = oboyu(oboyu_env, "index")
+    assert nothing.returncode == 2 and "no folders are indexed yet" in nothing.stderr
+    assert not Path(oboyu_env["OBOYU_DB"]).exists()  # a refused update creates no index
     assert oboyu(oboyu_env, "index", str(notes), "--name", "work").returncode == 0
     assert oboyu(oboyu_env, "index", str(recipes)).returncode == 0
     write(recipes / "soup.md", "# スープ\n\n味噌は火を止めてから溶く。\n")
