@@ -240,8 +240,10 @@ class Indexer:
             started = time.perf_counter()
             with self._open() as store:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
-                plan = self._plan(store, parts_of(store, stats), hash_changed=False)
-            self._apply(plan, stats)
+                parts = parts_of(store, stats)
+                stored = self._stored(store, parts)
+            # opened per write, the file is closed while the disk is walked and hashed: readers get in
+            self._apply(self._plan(stored, parts, hash_changed=False), stats)
             stats.seconds = time.perf_counter() - started
             return stats
 
@@ -249,9 +251,11 @@ class Indexer:
         """What `update(names)` would change, content hashes compared; writes nothing."""
         with Store(self.index_path, read_only=True) if self._store is None else contextlib.nullcontext(self._store) as store:
             stats = IndexStats()
-            plan = self._plan(store, self._root_parts(store, names, stats), hash_changed=True)
-            plan.missing_roots = stats.missing_roots
-            return plan
+            parts = self._root_parts(store, names, stats)
+            stored = self._stored(store, parts)
+        plan = self._plan(stored, parts, hash_changed=True)
+        plan.missing_roots = stats.missing_roots
+        return plan
 
     def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[_Part]:
         names = list(names)
@@ -271,11 +275,16 @@ class Indexer:
 
     # --- comparing the disk with the index -------------------------------------------------------
 
-    def _plan(self, store: Store, parts: list[_Part], hash_changed: bool) -> Plan:
-        plan = Plan()
+    @staticmethod
+    def _stored(store: Store, parts: list[_Part]) -> dict[str, StoredFile]:
         stored: dict[str, StoredFile] = {}
         for part in parts:
             stored.update(store.files_under(str(part.path)))
+        return stored
+
+    def _plan(self, stored: dict[str, StoredFile], parts: list[_Part], hash_changed: bool) -> Plan:
+        """Compare the disk under `parts` with what the index holds there (`stored`)."""
+        plan = Plan()
         found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
         skipped: dict[str, Skipped] = {}
         for part in parts:
