@@ -7,7 +7,9 @@ padding stays small; vectors come back in the caller's order, L2-normalised.
 from __future__ import annotations
 
 import json
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,6 +29,7 @@ MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_TOKEN_BUDGET = 8192  # padded tokens per batch
 MAX_BATCH = 64
+RECENT_QUERIES = 512  # query vectors kept in memory
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class Embedder:
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
         self.info = ModelInfo.from_manifest(self.manifest)
         self.provider = provider
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lock = threading.Lock()
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
@@ -120,7 +125,23 @@ class Embedder:
         return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed([self.info.query_prefix + prepare(t) for t in texts])
+        """Query vectors; recent queries come from memory (typing back and forth, paging)."""
+        model_texts = [self.info.query_prefix + prepare(t) for t in texts]
+        with self._query_lock:
+            known = {t: self._recent_queries[t] for t in model_texts if t in self._recent_queries}
+            for t in known:
+                self._recent_queries.move_to_end(t)
+        missing = list(dict.fromkeys(t for t in model_texts if t not in known))
+        if missing:
+            fresh = dict(zip(missing, self.embed(missing)))
+            known.update(fresh)
+            with self._query_lock:
+                self._recent_queries.update(fresh)
+                while len(self._recent_queries) > RECENT_QUERIES:
+                    self._recent_queries.popitem(last=False)
+        if not model_texts:
+            return np.zeros((0, self.info.dimensions), dtype=np.float32)
+        return np.stack([known[t] for t in model_texts])
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([self.passage_text(t) for t in texts])

@@ -7,6 +7,7 @@ indexed in their dictionary form (開かれた → 開く) so inflections meet; 
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -66,7 +67,7 @@ def match_spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
     if not terms:
         return []
     spans: list[tuple[int, int]] = []
-    for term, start, end in _terms_with_spans(text):
+    for term, start, end in _snippet_terms(text):
         if term not in terms:
             continue
         # pg_restore, foo-bar: join matches split by one punctuation character
@@ -75,6 +76,12 @@ def match_spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
         else:
             spans.append((start, end))
     return spans
+
+
+@functools.lru_cache(maxsize=4096)
+def _snippet_terms(text: str) -> tuple[tuple[str, int, int], ...]:
+    """The words of a snippet, kept: the same snippets come back query after query."""
+    return tuple(_terms_with_spans(text))
 
 
 def _terms_with_spans(text: str) -> list[tuple[str, int, int]]:

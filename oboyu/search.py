@@ -3,6 +3,7 @@ hybrid mode; results grouped per file by default, each with a query-aware snippe
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import unicodedata
@@ -202,6 +203,19 @@ def _bigrams(norm: str) -> set[str]:
     return grams
 
 
+# The same passages come back query after query (typing, refining, paging), so their sentence
+# spans and sentence features are kept: a few MB for thousands of passages.
+@functools.lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(split_sentences(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _sentence_features(sentence: str) -> tuple[str, frozenset[str]]:
+    norm = _normalise(sentence)
+    return norm, frozenset(_bigrams(norm))
+
+
 def make_snippet(
     text: str, query: str, limit: int = SNIPPET_CHARS, terms: list[str] | None = None
 ) -> tuple[str, list[tuple[int, int]]]:
@@ -209,14 +223,14 @@ def make_snippet(
     widened with its neighbours up to `limit`, and the spans of the query's words in it.
     `terms` are the query's words when the caller has them already."""
     term_set = set(words(query) if terms is None else terms)
-    spans = split_sentences(text) or [(0, len(text))]
+    spans = _sentences(text) or ((0, len(text)),)
     wanted = _bigrams(_normalise(query))
     substring_terms = [t for t in term_set if len(t) > 1 or not t.isascii()]
 
     def score(i: int) -> tuple[int, int, int]:
         # substring tests on the normalised sentence: cheap, and MeCab runs once, on the snippet
-        sentence = _normalise(text[spans[i][0] : spans[i][1]])
-        return (sum(1 for t in substring_terms if t in sentence), len(_bigrams(sentence) & wanted), -i)
+        sentence, grams = _sentence_features(text[spans[i][0] : spans[i][1]])
+        return (sum(1 for t in substring_terms if t in sentence), len(grams & wanted), -i)
 
     best = max(range(len(spans)), key=score)
     lo = hi = best

@@ -71,3 +71,18 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
         build_default_model(final, interrupt)
     assert not final.exists()
     assert list(final.parent.iterdir()) == []
+
+
+def test_recent_queries_are_embedded_once(embedder: Embedder, monkeypatch) -> None:
+    calls: list[list[str]] = []
+    original = embedder.embed
+
+    def counting(texts, *args, **kwargs):
+        calls.append(list(texts))
+        return original(texts, *args, **kwargs)
+
+    monkeypatch.setattr(embedder, "embed", counting)
+    first = embedder.embed_queries(["議事録の書き方を確認する会議"])
+    again = embedder.embed_queries(["議事録の書き方を確認する会議", "新しい質問"])
+    assert len(calls) == 2 and calls[1] == [embedder.info.query_prefix + "新しい質問"]
+    assert np.array_equal(first[0], again[0])
