@@ -124,6 +124,13 @@ class Chunker:
         if units:
             sections.append((_heading_path(path), units))
 
+        headings = [b for b in doc.blocks if b.heading_level]
+        if not sections and headings:
+            # a file of headings only (a title with no body yet, an outline) is still findable
+            first, last = headings[0], headings[-1]
+            exact = first.exact and last.exact
+            lines = (line_of(first.start_char), line_of(last.end_char - 1)) if exact else (first.start_line, last.end_line)
+            sections.append(("", [_Unit(first.start_char, last.end_char, *lines, exact=exact)]))
         all_units = [u for _, us in sections for u in us]
         for unit, n in zip(all_units, self.count_tokens([doc.text[u.start : u.end] for u in all_units])):
             unit.tokens = n

@@ -40,3 +40,12 @@ def test_line_numbers_with_classic_mac_line_ends(embedder: Embedder) -> None:
     text = "first para.\r\rsecond para.\r\rthird.\r"
     chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens, target_tokens=4).chunk(extract(text, "text"))
     assert [(c.text, c.start_line) for c in chunks] == [("first para.", 1), ("second para.", 3), ("third.", 5)]
+
+
+def test_a_file_of_headings_only_still_gets_a_chunk(embedder: Embedder) -> None:
+    chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+    text = "# 買い物リスト\n\n## 野菜\n\n## 果物\n"
+    (chunk,) = chunker.chunk(extract(text, "markdown"))
+    assert chunk.text == text[chunk.start_char : chunk.end_char] == "# 買い物リスト\n\n## 野菜\n\n## 果物"
+    assert (chunk.start_line, chunk.end_line) == (1, 5)
+    assert chunker.chunk(extract("", "markdown")) == []
