@@ -159,16 +159,20 @@ class Embedder:
         token_ids = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + [self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
         for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
-            width = max(len(token_ids[i]) for i in batch)
-            ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                n = len(token_ids[i])
-                ids[row, :n] = token_ids[i]
-                mask[row, :n] = 1
+            ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)
             (vectors,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[batch] = vectors
         return out
+
+
+def pad_batch(batch: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token id lists as the model's inputs: ids padded to the longest, and the attention mask."""
+    ids = np.full((len(batch), max(map(len, batch))), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(batch):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return ids, mask
 
 
 def prepare(text: str) -> str:

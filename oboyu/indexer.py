@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,9 +35,10 @@ from .errors import OboyuError
 from .extract import Extracted, extract, file_type_for
 from .index_lock import IndexLock
 from .keywords import term_counts
+from .paths import is_within
 from .pdf import PdfSkipped, extract_pdf
 from .progress import ProgressLine, format_duration
-from .store import ChunkRecord, DocumentRecord, Move, Root, Store, StoredFile, chunk_id, keyword_text
+from .store import ChunkRecord, DocumentRecord, Move, Root, Store, StoredFile, chunk_id, keyword_text, open_for_reading
 
 EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
 QUEUE_FILES = 64
@@ -160,7 +161,10 @@ class Indexer:
         `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
         self.index_path = index.path if isinstance(index, Store) else Path(index)
         self._store = index if isinstance(index, Store) else None
-        self._open_writer = open_writer
+        if self._store is not None:
+            self._open: Callable[[], contextlib.AbstractContextManager[Store]] = lambda: contextlib.nullcontext(index)
+        else:
+            self._open = open_writer or (lambda: contextlib.closing(Store.open_writer(self.index_path)))
         self.embedder = embedder
         self.progress = progress or ProgressLine(enabled=False)
         self.max_bytes = max_bytes
@@ -170,21 +174,6 @@ class Indexer:
         self.cache = cache
         self.full = full
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
-
-    @contextlib.contextmanager
-    def _open(self) -> Iterator[Store]:
-        if self._store is not None:
-            yield self._store
-            return
-        if self._open_writer is not None:
-            with self._open_writer() as store:
-                yield store
-            return
-        store = Store.open_writer(self.index_path)
-        try:
-            yield store
-        finally:
-            store.close()
 
     # --- what callers ask ----------------------------------------------------------------------
 
@@ -205,8 +194,9 @@ class Indexer:
                 if root is None and not path.exists():
                     stats.skipped.append(Skipped(path, "no such file or folder"))
                     continue
-                if root is None or root.path == str(path) and (name or self.follow_symlinks and not root.follow_symlinks):
-                    root = store.add_root(str(path), name, self.follow_symlinks or (root.follow_symlinks if root else False))
+                is_root = root is not None and root.path == str(path)
+                if root is None or is_root and (name or self.follow_symlinks and not root.follow_symlinks):
+                    root = store.add_root(str(path), name, self.follow_symlinks or is_root and root.follow_symlinks)
                 parts.append(_Part(root, path))
             return parts
 
@@ -225,7 +215,7 @@ class Indexer:
             roots = store.list_roots()
             parts = []
             for path in _outermost(Path(os.path.abspath(p)) for p in paths):
-                root = next((r for r in roots if _inside(str(path), r.path)), None)
+                root = next((r for r in roots if is_within(str(path), r.path)), None)
                 # a root gone from disk (an unmounted drive) keeps its rows, as in update()
                 if root is not None and os.path.exists(root.path):
                     parts.append(_Part(root, path))
@@ -249,7 +239,7 @@ class Indexer:
 
     def plan(self, names: Iterable[str] = ()) -> Plan:
         """What `update(names)` would change, content hashes compared; writes nothing."""
-        with Store(self.index_path, read_only=True) if self._store is None else contextlib.nullcontext(self._store) as store:
+        with open_for_reading(self.index_path) if self._store is None else contextlib.nullcontext(self._store) as store:
             stats = IndexStats()
             parts = self._root_parts(store, names, stats)
             stored = self._stored(store, parts)
@@ -529,14 +519,10 @@ def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | Non
     return first, last
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _outermost(paths: Iterable[Path]) -> list[Path]:
     """The paths not inside another of them."""
     out: list[Path] = []
     for path in sorted(set(paths), key=lambda p: len(p.parts)):
-        if not any(_inside(str(path), str(o)) for o in out):
+        if not any(is_within(str(path), str(o)) for o in out):
             out.append(path)
     return out

@@ -18,6 +18,7 @@ from .decoding import read_text_file
 from .embedding import Embedder
 from .extract import split_lines
 from .errors import OboyuError
+from .paths import is_within
 from .resident import ResidentIndex
 from .search import make_filters, search
 from .store import open_for_reading
@@ -98,9 +99,9 @@ class OboyuTools:
             raise RefusedError("indexing is off (start the server with --allow-index)")
         target = self._checked_path(path)
         with open_for_reading(self.db_path) as store:
-            roots = [os.path.realpath(r[0]) for r in store.roots()]
+            roots = [os.path.realpath(r.path) for r in store.list_roots()]
         real = os.path.realpath(target)
-        root = next((r for r in roots if _inside(real, r)), None)
+        root = next((r for r in roots if is_within(real, r)), None)
         if root is None:
             raise RefusedError("only folders inside an indexed root can be indexed from here")
         if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
@@ -126,13 +127,9 @@ class OboyuTools:
         if root is None:
             raise RefusedError("not an indexed file")
         real = os.path.realpath(candidate)
-        if not _inside(real, os.path.realpath(root)):
+        if not is_within(real, os.path.realpath(root)):
             raise RefusedError("file resolves outside its indexed folder")
         return real
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def build_server(tools: OboyuTools):

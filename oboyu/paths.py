@@ -1,4 +1,4 @@
-"""Where the index and the caches live (platformdirs, overridable by environment)."""
+"""Where the index and the caches live (platformdirs, overridable by environment), and path tests."""
 
 from __future__ import annotations
 
@@ -28,3 +28,8 @@ def cache_dir() -> Path:
 
 def models_dir() -> Path:
     return cache_dir() / "models"
+
+
+def is_within(path: str, folder: str) -> bool:
+    """`path` is `folder` or lies below it (as strings: /a/bc is not within /a/b)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

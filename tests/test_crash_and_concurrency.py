@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -169,8 +171,10 @@ def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embe
     assert seen == sorted(seen)  # batches land one after another, never lost
 
 
-def index_and_watch(env: dict, folder: Path) -> tuple[subprocess.Popen, list[str]]:
-    """Index `folder`, then start `oboyu index --watch`; its stderr lines gather in the list."""
+@contextlib.contextmanager
+def watching(env: dict, folder: Path) -> Iterator[list[str]]:
+    """Index `folder`, then run `oboyu index --watch` for the block, its stderr lines gathering in
+    the list; Ctrl+C (SIGINT) at the end must stop it with status 0."""
     assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(folder), "-q"], env=env).returncode == 0
     watcher = start_index(env, "--watch")
     lines: list[str] = []
@@ -180,7 +184,13 @@ def index_and_watch(env: dict, folder: Path) -> tuple[subprocess.Popen, list[str
             lines.append(line)
 
     threading.Thread(target=pump, daemon=True).start()
-    return watcher, lines
+    try:
+        wait_for(lambda: any(line.startswith("watching") for line in lines))
+        yield lines
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        watcher.wait(30)
+    assert watcher.returncode == 0, "".join(lines)
 
 
 def paths_found(db: Path, embedder: Embedder, query: str) -> set[str]:
@@ -207,9 +217,8 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
     (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
     env = run_env(oboyu_env, tmp_path)
     db = Path(env["OBOYU_DB"])
-    watcher, lines = index_and_watch(env, notes)
-    try:
-        wait_for(lambda: any(line.startswith("watching 1 folder") for line in lines))
+    with watching(env, notes) as lines:
+        assert any(line.startswith("watching 1 folder") for line in lines)
         (notes / "garden.md").write_text("# 庭\n\nトマトの苗を植えた。\n", encoding="utf-8")
         wait_for(lambda: str(notes / "garden.md") in paths_found(db, embedder, "トマト"))
         (notes / "sub").mkdir()
@@ -218,10 +227,6 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
         (notes / "sub" / "tomato.md").unlink()
         wait_for(lambda: not paths_found(db, embedder, "トマト"))
         assert any("1 renamed" in line for line in lines), lines
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        watcher.wait(30)
-    assert watcher.returncode == 0, "".join(lines)
     wait_for(lambda: lines and lines[-1] == "stopped watching\n", 5)
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
@@ -242,10 +247,8 @@ def test_watch_survives_a_burst_like_a_checkout(tmp_path: Path, oboyu_env: dict)
     (notes / "README.md").write_text("# リポジトリ\n\n説明。\n", encoding="utf-8")
     env = run_env(oboyu_env, tmp_path)
     db = Path(env["OBOYU_DB"])
-    watcher, lines = index_and_watch(env, notes)
     burst = 300  # more than watch.BURST_PATHS: the burst becomes one update of the root
-    try:
-        wait_for(lambda: any(line.startswith("watching") for line in lines))
+    with watching(env, notes):
         for i in range(burst):  # as fast as a checkout writes them
             folder = notes / "src" / f"pkg{i % 7}"
             folder.mkdir(parents=True, exist_ok=True)
@@ -253,9 +256,5 @@ def test_watch_survives_a_burst_like_a_checkout(tmp_path: Path, oboyu_env: dict)
         wait_for(lambda: document_count(db) == burst + 1, timeout=240)
         shutil.rmtree(notes / "src")  # and back again
         wait_for(lambda: document_count(db) == 1, timeout=60)
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        watcher.wait(30)
-    assert watcher.returncode == 0, "".join(lines)
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []

