@@ -5,6 +5,8 @@ PYTHON ?= python3
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	# the CPU build of PyTorch first (conversion tests): unpinned, pip would fetch CUDA packages
+	$(VENV)/bin/pip install --quiet torch==2.13.0
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_models import models
 from .errors import OboyuError
 from .paths import default_db_path
 from .progress import ProgressLine
@@ -84,8 +85,10 @@ def tui(db: Path | None) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
 @click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (remembered for the folder).")
+@click.option("--model", metavar="ID", help="Embed with this installed model (`oboyu models list`); an index "
+              "built with another is embedded again. Default: the index's own model.")
 def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool, watch: bool, quiet: bool,
-          verbose: bool, follow_symlinks: bool) -> None:
+          verbose: bool, follow_symlinks: bool, model: str | None) -> None:
     """Index files and folders, or with no PATH update every indexed folder.
 
     Only new, changed, renamed and deleted files cost anything; folders are remembered."""
@@ -95,7 +98,7 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool
     _check_paths(path, paths)
     if not paths and not path.exists():
         raise click.UsageError("no folders are indexed yet: give a PATH")
-    indexer = _indexer(path, quiet, follow_symlinks, full)
+    indexer = _indexer(path, quiet, follow_symlinks, full, model)
     stats = indexer.index(paths, name) if paths else indexer.update()
     _report(stats, quiet, verbose)
     if watch:
@@ -113,7 +116,7 @@ def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, ve
     path = db or default_db_path()
     if not path.exists():
         raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
-    _report(_indexer(path, quiet, False, full).update(names), quiet, verbose)
+    _report(_indexer(path, quiet, False, full, None).update(names), quiet, verbose)
 
 
 @cli.command()
@@ -155,15 +158,27 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
         raise OboyuError(f"no such file or folder: {missing[0]}")
 
 
-def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool):
+def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: str | None):
     from .embedding_cache import EmbeddingCache
-    from .engine import load_default_embedder
+    from .engine import load_embedder
     from .indexer import Indexer
 
     progress = ProgressLine(enabled=not quiet)
+    indexed_with = _index_model(db)
+    embedder = load_embedder(indexed_with, model, progress)
+    if indexed_with is not None and indexed_with != embedder.info.model_id and not quiet:
+        progress.message(f"oboyu: the index was built with {indexed_with}; every file is embedded again "
+                         f"with {embedder.info.model_id}")
     # the model loads only when something needs embedding; the index opens only to write
-    return Indexer(db, load_default_embedder(progress), progress, follow_symlinks=follow_symlinks,
-                   cache=EmbeddingCache.default(), full=full)
+    return Indexer(db, embedder, progress, follow_symlinks=follow_symlinks, cache=EmbeddingCache.default(), full=full)
+
+
+def _index_model(db: Path) -> str | None:
+    """The model an index was built with (`id@fingerprint`), or None for a new or empty one."""
+    if not db.exists():
+        return None
+    with _open_for_reading(db) as store:
+        return store.get_meta("model_id")
 
 
 def _report(stats, quiet: bool, verbose: bool) -> None:
@@ -233,7 +248,7 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
 def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
           since: str | None, until: str | None, mode: str, by_chunk: bool, explain: bool, from_stdin: bool) -> None:
     """Search the index."""
-    from .engine import load_default_embedder
+    from .engine import load_embedder
     from .resident import ResidentIndex
     from .search import make_filters, search
 
@@ -241,7 +256,7 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
         raise click.UsageError("give either a query TEXT or --stdin")
     filters = make_filters(paths, types, since, until)
     with _open_for_reading(db or default_db_path()) as store:
-        embedder = load_default_embedder(ProgressLine()) if mode != "keyword" else None
+        embedder = load_embedder(store.get_meta("model_id"), progress=ProgressLine()) if mode != "keyword" else None
         if from_stdin:  # the model and the index are loaded once for all the queries
             resident = ResidentIndex()
             out = sys.stdout
@@ -324,10 +339,10 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
-    from .engine import load_default_embedder
+    from .engine import load_embedder
     from .indexer import Indexer
 
-    plan = Indexer(db, load_default_embedder()).plan(names)
+    plan = Indexer(db, load_embedder(_index_model(db))).plan(names)
     if as_json:
         click.echo(json.dumps({
             "added": [str(e.path) for e in plan.added],
@@ -392,14 +407,14 @@ def cache_clear() -> None:
 @click.option("--allow-index", is_flag=True, help="Offer an `index` tool, limited to folders already indexed.")
 def mcp(db: Path | None, http: bool, port: int, allow_index: bool) -> None:
     """Serve the index to AI assistants over the Model Context Protocol."""
-    from .engine import load_default_embedder
+    from .engine import load_embedder
     from .mcp_server import OboyuTools, serve
 
     path = db or default_db_path()
     if not path.exists():
         raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
     # progress to stderr only: on stdio, stdout carries the protocol
-    tools = OboyuTools(path, load_default_embedder(ProgressLine()).load(), allow_index)
+    tools = OboyuTools(path, load_embedder(_index_model(path), progress=ProgressLine()).load(), allow_index)
     serve(tools, http=http, port=port)
 
 
@@ -411,21 +426,23 @@ def mcp(db: Path | None, http: bool, port: int, allow_index: bool) -> None:
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["hybrid", "vector", "keyword"]),
               help="Modes to measure (default: all three); repeatable.")
 @_db_option
+@click.option("--model", metavar="ID", help="Embed with this installed model (default: the --db index's, or the default model).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | None, as_json: bool) -> None:
+def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | None, model: str | None,
+                 as_json: bool) -> None:
     """Measure search quality: Recall@1, Recall@10, MRR@10, nDCG@10 and latency per mode.
 
     Indexes the documents' text into a temporary index, or into --db (reused when it exists)."""
     import dataclasses
     import tempfile
 
-    from .engine import load_default_embedder
+    from .engine import load_embedder
     from .evaluate import evaluate, index_corpus, read_queries, write_corpus
     from .store import Store
 
     query_list = read_queries(queries)
     progress = ProgressLine()
-    embedder = load_default_embedder(progress)
+    embedder = load_embedder(_index_model(db) if db else None, model, progress)
     with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
         path = db or Path(tmp) / "eval.duckdb"
         with Store(path) as store:
@@ -449,6 +466,9 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
             f"{s.mode:<8} {s.queries:>7} {s.recall_at_1:6.3f} {s.recall_at_10:6.3f} {s.mrr_at_10:7.3f} "
             f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f}"
         )
+
+
+cli.add_command(models)
 
 
 def main() -> None:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
+    from .tokenization import MecabWordPiece
+
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -35,7 +37,7 @@ RECENT_QUERIES = 512  # query vectors kept in memory
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
-    fingerprint: str  # sha256 of the ONNX file: vectors from different files never mix
+    fingerprint: str  # sha256 of the model's files: vectors from different models never mix
     dimensions: int
     max_tokens: int
     query_prefix: str
@@ -49,7 +51,8 @@ class ModelInfo:
     def from_manifest(cls, manifest: dict) -> ModelInfo:
         return cls(
             name=manifest["id"],
-            fingerprint=manifest["files"][MODEL_FILE]["sha256"],
+            # converted models hash all their files (external weights too); the default model, its ONNX file
+            fingerprint=manifest.get("fingerprint") or manifest["files"][MODEL_FILE]["sha256"],
             dimensions=int(manifest["dimensions"]),
             max_tokens=int(manifest["max_tokens"]),
             query_prefix=manifest["prefixes"]["query"],
@@ -78,14 +81,10 @@ class Embedder:
         self._query_lock = threading.Lock()
 
     @cached_property
-    def tokenizer(self) -> Tokenizer:
-        from tokenizers import Tokenizer
+    def tokenizer(self) -> Tokenizer | MecabWordPiece:
+        from .tokenization import load_tokenizer
 
-        tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILE))
-        # we pad per batch and truncate ourselves, so that token counts and offsets are whole
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
-        return tokenizer
+        return load_tokenizer(self.model_dir / TOKENIZER_FILE, self.manifest.get("word_segmenter"))
 
     @cached_property
     def session(self) -> ort.InferenceSession:
@@ -100,13 +99,24 @@ class Embedder:
         _ = self.tokenizer, self.session
         return self
 
-    @property
+    @cached_property
     def pad_id(self) -> int:
-        return self.tokenizer.token_to_id("<pad>") or 0
+        for token in (self.manifest.get("pad_token"), "<pad>", "[PAD]"):
+            if token is not None and self.tokenizer.token_to_id(token) is not None:
+                return self.tokenizer.token_to_id(token)
+        return 0
 
-    @property
-    def eos_id(self) -> int:
-        return self.tokenizer.token_to_id("</s>") or 0
+    @cached_property
+    def closing_id(self) -> int | None:
+        """The special token the tokenizer ends a text with (`</s>`, `[SEP]`), kept when truncating."""
+        specials = self.tokenizer.encode("").ids
+        return specials[-1] if len(specials) >= 2 else None
+
+    def truncate(self, ids: list[int]) -> list[int]:
+        limit = self.info.max_tokens
+        if len(ids) <= limit:
+            return ids
+        return ids[: limit - 1] + [self.closing_id] if self.closing_id is not None else ids[:limit]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Model tokens of each text, without special tokens or prefix."""
@@ -155,8 +165,7 @@ class Embedder:
         out = np.zeros((len(texts), self.info.dimensions), dtype=np.float32)
         if not texts:
             return out
-        limit = self.info.max_tokens
-        token_ids = [e.ids if len(e.ids) <= limit else e.ids[: limit - 1] + [self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
+        token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
         for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
             ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)

