@@ -49,19 +49,15 @@ def _seeded():
     return torch
 
 
-def make_xlmr(folder: Path, outlier: float = 0.0) -> Path:
-    """XLM-R with mean pooling and e5's prefixes. `outlier` > 0 multiplies one hidden channel after
-    the embedding layer norm: activations no per-tensor INT8 scale can hold (the gate must fail)."""
+def make_xlmr(folder: Path) -> Path:
+    """XLM-R with mean pooling and e5's prefixes."""
     from transformers import XLMRobertaConfig, XLMRobertaModel
 
-    torch = _seeded()
+    _seeded()
     tokenizer = _unigram_tokenizer()
     config = XLMRobertaConfig(vocab_size=tokenizer.get_vocab_size(), max_position_embeddings=130, pad_token_id=1,
                               bos_token_id=0, eos_token_id=2, type_vocab_size=1, **SIZE)
     model = XLMRobertaModel(config, add_pooling_layer=False).eval()
-    if outlier:
-        with torch.no_grad():
-            model.embeddings.LayerNorm.weight[0] = outlier
     model.save_pretrained(folder)
     _save_tokenizer(tokenizer, folder, 128)
     write_sentence_transformers_files(folder, SIZE["hidden_size"], "mean", 128, {"query": "query: ", "passage": "passage: "})

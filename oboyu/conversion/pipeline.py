@@ -211,4 +211,4 @@ def _calibration_batches(source: SourceModel, tokenizer, options: Options, probe
     for i, encoding in enumerate(tokenizer.encode_batch(
             [(source.passage_prefix if i % 2 else source.query_prefix) + t for i, t in enumerate(texts)])):
         ids.append(encoding.ids if len(encoding.ids) <= limit else encoding.ids[: limit - 1] + encoding.ids[-1:])
-    return quantize.calibration_batches(ids, pad_id)
+    return quantize.calibration_batches(ids, pad_id, options.calibration_method)

@@ -57,7 +57,7 @@ def quantize_static_int8(model: Path, out: Path, batches: list[tuple[np.ndarray,
                         # the dense layers carry the cost; quantizing adds, norms and softmax costs accuracy
                         op_types_to_quantize=["MatMul", "Gather"],
                         extra_options={"DefaultTensorType": FLOAT, "CalibMaxIntermediateOutputs": 64})
-    return {"seconds": round(time.perf_counter() - started, 2), "bytes": out.stat().st_size, "method": method,
+    return {"seconds": round(time.perf_counter() - started, 2), "bytes": out.stat().st_size, "calibration_method": method,
             "calibration_texts": sum(len(ids) for ids, _ in batches)}
 
 
@@ -103,9 +103,18 @@ def _texts_of(file: Path) -> Iterator[str]:
         raise OboyuError(f"cannot read calibration texts from {file}: {exc}") from exc
 
 
-def calibration_batches(token_ids: list[list[int]], pad_id: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def calibration_batches(token_ids: list[list[int]], pad_id: int, method: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Batches of similar lengths; for the histogram methods (entropy, percentile), all of one
+    length, as onnxruntime stacks every batch's activations into one array."""
     ordered = sorted(token_ids, key=len)
-    return [pad_batch(ordered[i : i + CALIBRATION_BATCH], pad_id) for i in range(0, len(ordered), CALIBRATION_BATCH)]
+    batches = [pad_batch(ordered[i : i + CALIBRATION_BATCH], pad_id) for i in range(0, len(ordered), CALIBRATION_BATCH)]
+    if method == "minmax":
+        return batches
+    if len(batches) > 1 and len(batches[-1][0]) < CALIBRATION_BATCH:
+        batches.pop()  # a short last batch would not stack either
+    width = max(ids.shape[1] for ids, _ in batches)
+    return [(np.pad(ids, ((0, 0), (0, width - ids.shape[1])), constant_values=pad_id),
+             np.pad(mask, ((0, 0), (0, width - mask.shape[1])))) for ids, mask in batches]
 
 
 @contextlib.contextmanager

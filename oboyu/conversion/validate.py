@@ -78,7 +78,7 @@ def compare(reference: Embedder, candidate: Embedder, texts: list[str], retrieva
 def gate_failure(report: dict, min_cosine: float = MIN_MEAN_COSINE) -> str | None:
     """Why the candidate must not be installed, or None."""
     if report["mean_cosine"] < min_cosine:
-        return f"mean cosine with fp32 {report['mean_cosine']:.4f} < {min_cosine}"
+        return f"mean cosine with fp32 {report['mean_cosine']:.6f} < {min_cosine}"
     retrieval = report["retrieval"]
     if "recall_at_10" in retrieval and retrieval["recall_at_10"] < retrieval["recall_at_10_fp32"] - MAX_RECALL_DROP:
         return (f"Recall@10 {retrieval['recall_at_10']:.3f} trails fp32's {retrieval['recall_at_10_fp32']:.3f} "
