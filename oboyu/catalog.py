@@ -42,14 +42,6 @@ class InstalledModel:
     def info(self) -> ModelInfo:
         return ModelInfo.from_manifest(self.manifest)
 
-    @property
-    def bytes(self) -> int:
-        return sum(f.stat().st_size for f in self.folder.iterdir() if f.is_file())
-
-    @property
-    def precision(self) -> str:
-        return self.manifest.get("precision", "")
-
 
 def installed(root: Path | None = None) -> list[InstalledModel]:
     """Every complete model in the models dir (half-built folders start with a dot)."""
@@ -64,20 +56,21 @@ def installed(root: Path | None = None) -> list[InstalledModel]:
     return models
 
 
+def _named(name: str, models: list[InstalledModel]) -> list[InstalledModel]:
+    """The model an index model id (`id@fingerprint`) or folder name names, else every install of an id."""
+    exact = [m for m in models if name in (m.info.model_id, m.folder.name)]
+    return exact or [m for m in models if m.id == name]
+
+
 def find_installed(name: str, root: Path | None = None) -> InstalledModel | None:
-    """By index model id (`id@fingerprint`), folder name or id (the newest install of that id)."""
-    models = installed(root)
-    for model in models:
-        if name in (model.info.model_id, model.folder.name):
-            return model
-    matching = [m for m in models if m.id == name]
+    """By index model id, folder name or id (then the newest install of that id)."""
+    matching = _named(name, installed(root))
     return max(matching, key=lambda m: (m.folder / MANIFEST).stat().st_mtime) if matching else None
 
 
 def remove_installed(name: str, root: Path | None = None) -> list[Path]:
     """Delete every installed variant of `name` (an id) or the one folder it names."""
-    models = installed(root)
-    chosen = [m for m in models if name in (m.folder.name, m.info.model_id)] or [m for m in models if m.id == name]
+    chosen = _named(name, installed(root))
     if not chosen:
         raise OboyuError(f"no installed model {name}; `oboyu models list` shows them")
     for model in chosen:

@@ -112,8 +112,9 @@ class Embedder:
         specials = self.tokenizer.encode("").ids
         return specials[-1] if len(specials) >= 2 else None
 
-    def truncate(self, ids: list[int]) -> list[int]:
-        limit = self.info.max_tokens
+    def truncate(self, ids: list[int], limit: int | None = None) -> list[int]:
+        """At most `limit` (the model's max) tokens, the closing special token kept."""
+        limit = limit or self.info.max_tokens
         if len(ids) <= limit:
             return ids
         return ids[: limit - 1] + [self.closing_id] if self.closing_id is not None else ids[:limit]

@@ -36,20 +36,20 @@ def load_embedder(indexed_with: str | None, requested: str | None = None, progre
     """The model to embed with: `requested` (an installed model's id or folder name; the default
     model's id means the bundled build) if given, else the one the index was built with
     (`indexed_with`, its `id@fingerprint`), else the default model."""
+    model = None
     if requested is not None and requested != DEFAULT_MODEL:
         model = find_installed(requested)
         if model is None:
             raise OboyuError(f"model {requested} is not installed; `oboyu models pull {requested}` "
                              "(or `oboyu models convert FOLDER`) installs it, `oboyu models list` shows what is")
-        return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
-    if requested is None and indexed_with is not None:
+    elif requested is None and indexed_with is not None:
         model = find_installed(indexed_with)
-        if model is not None:
-            return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
         name = indexed_with.split("@")[0]
-        if name != DEFAULT_MODEL:
+        if model is None and name != DEFAULT_MODEL:
             raise OboyuError(f"the index was built with {indexed_with}, which is not installed here; "
                              f"`oboyu models pull {name}` installs it, or `oboyu index --model ID` re-embeds "
                              "the index with another model")
+    if model is not None:
+        return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
     # the default model; an index built by an older build of it is re-embedded by `oboyu index`
     return load_default_embedder(progress, on_build_step)

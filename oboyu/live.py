@@ -121,6 +121,13 @@ class LiveIndex:
         with self.reading() as store:
             return Answer(search(store, self.embedder, query, k, filters, mode, group))
 
+    def model_id(self) -> str | None:
+        """The model the index was built with (None for a new index)."""
+        if not self.exists():
+            return None
+        with self.reading() as store:
+            return store.get_meta("model_id")
+
     def summary(self) -> IndexSummary:
         if not self.exists():
             return IndexSummary(None, 0, 0)

@@ -92,8 +92,11 @@ def run_env(oboyu_env: dict, tmp_path: Path) -> dict:
 
 
 def start_index(env: dict, *args: str) -> subprocess.Popen:
+    # Ctrl+C must reach it even when the tests run as a background job, which ignores SIGINT
+    # (a shell without job control does that, and children inherit it)
     return subprocess.Popen([sys.executable, "-m", "oboyu.cli", "index", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:

@@ -42,7 +42,7 @@ THREADS = 2
 PRINT_PEAK = "print(int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024)\n"
 
 
-def build_variants(work: Path, eval_set: Path | None) -> tuple[dict[str, Path], object]:
+def build_variants(work: Path, eval_set: Path) -> tuple[dict[str, Path], object]:
     source = read_source(write_bundled_e5(work / "hf"), "intfloat/multilingual-e5-small", None)
     folders = {}
     for name in ("onnx-fp32", "onnx-optimized", "int8-dynamic", "int8-static"):
@@ -53,10 +53,9 @@ def build_variants(work: Path, eval_set: Path | None) -> tuple[dict[str, Path], 
     export.export_onnx(encoder, folders["onnx-fp32"] / MODEL_FILE)
     optimize.optimize(source, folders["onnx-fp32"] / MODEL_FILE, folders["onnx-optimized"] / MODEL_FILE)
     quantize.quantize_dynamic_int8(folders["onnx-optimized"] / MODEL_FILE, folders["int8-dynamic"] / MODEL_FILE)
-    texts = quantize.calibration_texts(eval_set / "docs.jsonl.gz", 128) if eval_set else None
+    texts = quantize.calibration_texts(eval_set / "docs.jsonl.gz", 128)
     probe = Embedder(folders["onnx-fp32"], manifest=manifest_for(source))
-    ids = [probe.truncate(e.ids)[:256] for e in probe.tokenizer.encode_batch(
-        ["passage: " + t for t in (texts or [])] or ["passage: calibration"])]
+    ids = [probe.truncate(e.ids, 256) for e in probe.tokenizer.encode_batch(["passage: " + t for t in texts])]
     quantize.quantize_static_int8(folders["onnx-optimized"] / MODEL_FILE, folders["int8-static"] / MODEL_FILE,
                                   quantize.calibration_batches(ids, probe.pad_id, "minmax"), "minmax")
     folders["oboyu default (static INT8, 4-bit embedding)"] = ensure_default_model()
@@ -108,37 +107,34 @@ def size_of(folder: Path | None) -> int | None:
     return None if folder is None else sum(f.stat().st_size for f in folder.iterdir() if f.name.startswith("model"))
 
 
-def peak_rss(folder: Path, pad_id: int, tokens: list[list[int]]) -> float:
-    """MB: a fresh process creates the session and embeds the passages, batches of 32."""
-    code = (
-        "import sys, json, numpy as np, onnxruntime as ort\n"
-        "from oboyu.embedding import pad_batch\n"
+LOADERS = {  # child-process code that defines run(ids, mask) for the model at sys.argv[1]
+    "onnx": (
+        "import onnxruntime as ort\n"
         "o = ort.SessionOptions(); o.intra_op_num_threads = 2\n"
         "s = ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])\n"
-        "tokens = json.loads(sys.stdin.read())\n"
-        "for i in range(0, len(tokens), 32):\n"
-        "    ids, mask = pad_batch(tokens[i:i+32], int(sys.argv[2]))\n"
-        "    s.run(None, {'input_ids': ids, 'attention_mask': mask})\n"
-        + PRINT_PEAK
-    )
-    done = subprocess.run([sys.executable, "-c", code, str(folder / MODEL_FILE), str(pad_id)], input=json.dumps(tokens),
-                          capture_output=True, text=True, check=True)
-    return float(done.stdout.strip())
+        "run = lambda ids, mask: s.run(None, {'input_ids': ids, 'attention_mask': mask})\n"
+    ),
+    "torch": (
+        "from pathlib import Path\n"
+        "from oboyu.conversion.export import TorchEncoder\n"
+        "from oboyu.conversion.source import read_source\n"
+        "run = TorchEncoder(read_source(Path(sys.argv[1]), 'e5', None), threads=2).run\n"
+    ),
+}
 
 
-def torch_peak_rss(source_folder: Path, pad_id: int, tokens: list[list[int]]) -> float:
+def peak_rss(kind: str, path: Path, pad_id: int, tokens: list[list[int]]) -> float:
+    """MB: a fresh process loads the model and embeds the passages, batches of 32."""
     code = (
         "import sys, json\n"
-        "from oboyu.conversion.source import read_source\n"
-        "from oboyu.conversion.export import TorchEncoder\n"
         "from oboyu.embedding import pad_batch\n"
-        "enc = TorchEncoder(read_source(__import__('pathlib').Path(sys.argv[1]), 'e5', None), threads=2)\n"
-        "tokens = json.loads(sys.stdin.read())\n"
+        + LOADERS[kind]
+        + "tokens = json.loads(sys.stdin.read())\n"
         "for i in range(0, len(tokens), 32):\n"
-        "    enc.run(*pad_batch(tokens[i:i+32], int(sys.argv[2])))\n"
+        "    run(*pad_batch(tokens[i:i+32], int(sys.argv[2])))\n"
         + PRINT_PEAK
     )
-    done = subprocess.run([sys.executable, "-c", code, str(source_folder), str(pad_id)], input=json.dumps(tokens),
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(pad_id)], input=json.dumps(tokens),
                           capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
 
@@ -206,12 +202,12 @@ def main() -> int:
                "mean_cosine": float(cosines.mean()), "min_cosine": float(cosines.min())}
         if runner.folder is not None:
             embedder = Embedder(runner.folder, manifest=manifest_for(source))
-            found = validate._top10(embedder, retrieval)
+            found = validate.top10(embedder, retrieval)
             row["recall_at_10"] = float((found == np.array(retrieval.relevant)[:, None]).any(axis=1).mean())
-            row["peak_rss_mb"] = peak_rss(runner.folder, pad, inputs[256][:64])
+            row["peak_rss_mb"] = peak_rss("onnx", runner.folder / MODEL_FILE, pad, inputs[256][:64])
         else:
             row["recall_at_10"] = None  # the same vectors as ONNX fp32 (see the cosine column)
-            row["peak_rss_mb"] = torch_peak_rss(source.folder, pad, inputs[256][:64])
+            row["peak_rss_mb"] = peak_rss("torch", source.folder, pad, inputs[256][:64])
         rows.append(row)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compare_variants.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")

@@ -21,7 +21,6 @@ from ..embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
 from ..errors import OboyuError
 from ..model_build import probe_texts
 from ..paths import models_dir
-from ..tokenization import load_tokenizer
 from . import export, optimize, quantize, validate
 from .install import file_record, fingerprint, fsync_files, install_folder_name, save_with_external_data
 from .source import SourceModel, fetch
@@ -75,15 +74,13 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
     try:
         step("tokenizer", f"{source.describe()}; checking the tokenizer")
         tokenizer_file = write_runtime_tokenizer(source, work)
-        tokenizer = load_tokenizer(tokenizer_file, source.word_segmenter)
-        texts = probe_texts(PROBE_TEXTS, min(source.max_tokens, PROBE_MAX_TOKENS) - 8,
-                            lambda ts: [len(e.ids) for e in tokenizer.encode_batch(ts, add_special_tokens=False)])
-        tokenizer_report = check_tokenizer(source, tokenizer_file, texts)
+        base = _manifest(source, options)
+        staging = Embedder(work, manifest=base)  # the runtime tokenizer, as the engine will run it
+        texts = probe_texts(PROBE_TEXTS, min(source.max_tokens, PROBE_MAX_TOKENS) - 8, staging.count_tokens)
+        prefixed = [(source.passage_prefix if i % 2 else source.query_prefix) + t for i, t in enumerate(texts)]
+        tokenizer_report = check_tokenizer(source, staging.tokenizer, prefixed)
         done("tokenizer")
-        base = _manifest(source, work, options)
-        probe_ids = [e.ids for e in tokenizer.encode_batch(
-            [(source.passage_prefix if i % 2 else source.query_prefix) + t for i, t in enumerate(texts)])]
-        batches = export.probe_batches(probe_ids, Embedder(work, manifest=base).pad_id)
+        batches = export.probe_batches([e.ids for e in staging.tokenizer.encode_batch(prefixed)], staging.pad_id)
 
         step("export", "exporting to ONNX and comparing with PyTorch")
         encoder = export.TorchEncoder(source)
@@ -115,7 +112,7 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
             if options.quantization == "dynamic":
                 quantize_report.update(quantize.quantize_dynamic_int8(best_fp32 / MODEL_FILE, chosen / MODEL_FILE))
             else:
-                calibration = _calibration_batches(source, tokenizer, options, texts, Embedder(work, manifest=base).pad_id)
+                calibration = _calibration_batches(staging, options, texts)
                 quantize_report.update(quantize.quantize_static_int8(best_fp32 / MODEL_FILE, chosen / MODEL_FILE,
                                                                      calibration, options.calibration_method))
                 quantize_report["calibration"] = str(options.calibration) if options.calibration else "probe texts"
@@ -142,14 +139,13 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
             "precision": "fp32" if options.quantization == "none" else f"int8 {options.quantization}",
             "tokenizer_check": tokenizer_report,
             "export": export_report,
-            "optimization": {k: v for k, v in optimize_report.items() if not k.startswith("operators_")}
-            | {"operators_before": optimize_report.get("operators_before"),
-               "operators_after": optimize_report.get("operators_after")},
+            "optimization": optimize_report,
             "quantization": quantize_report,
             "validation": validation,
         }
         final = root / install_folder_name(manifest["id"], options.quantization)
-        staged = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
+        staged = work / "install"  # in the work folder, beside `final`: renamed whole, or removed with work
+        staged.mkdir()
         save_with_external_data(chosen / MODEL_FILE, staged / MODEL_FILE)
         shutil.copyfile(tokenizer_file, staged / TOKENIZER_FILE)
         if fp16_report is not None:
@@ -168,12 +164,9 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
         return manifest | {"path": str(final)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        for stale in root.glob(".install-*"):
-            if not any(stale.glob(MANIFEST)):  # ours, if we failed before the rename
-                shutil.rmtree(stale, ignore_errors=True)
 
 
-def _manifest(source: SourceModel, work: Path, options: Options) -> dict:
+def _manifest(source: SourceModel, options: Options) -> dict:
     """What the engine needs to run the model (files and fingerprint are added at install)."""
     from .tokenizer_files import special_token
 
@@ -204,11 +197,9 @@ def _variant(work: Path, name: str, tokenizer_file: Path) -> Path:
     return folder
 
 
-def _calibration_batches(source: SourceModel, tokenizer, options: Options, probe: list[str], pad_id: int):
+def _calibration_batches(staging: Embedder, options: Options, probe: list[str]):
     texts = quantize.calibration_texts(options.calibration, options.calibration_texts) if options.calibration else probe
-    limit = min(source.max_tokens, PROBE_MAX_TOKENS)
-    ids = []
-    for i, encoding in enumerate(tokenizer.encode_batch(
-            [(source.passage_prefix if i % 2 else source.query_prefix) + t for i, t in enumerate(texts)])):
-        ids.append(encoding.ids if len(encoding.ids) <= limit else encoding.ids[: limit - 1] + encoding.ids[-1:])
-    return quantize.calibration_batches(ids, pad_id, options.calibration_method)
+    limit = min(staging.info.max_tokens, PROBE_MAX_TOKENS)
+    ids = [staging.truncate(e.ids, limit) for e in staging.tokenizer.encode_batch(
+        [(staging.info.passage_prefix if i % 2 else staging.info.query_prefix) + t for i, t in enumerate(texts)])]
+    return quantize.calibration_batches(ids, staging.pad_id, options.calibration_method)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embedding import pad_batch
 from ..errors import OboyuError
+from .export import probe_batches
 
 METHODS = ("minmax", "entropy", "percentile")
 CALIBRATION_BATCH = 8
@@ -106,8 +106,7 @@ def _texts_of(file: Path) -> Iterator[str]:
 def calibration_batches(token_ids: list[list[int]], pad_id: int, method: str) -> list[tuple[np.ndarray, np.ndarray]]:
     """Batches of similar lengths; for the histogram methods (entropy, percentile), all of one
     length, as onnxruntime stacks every batch's activations into one array."""
-    ordered = sorted(token_ids, key=len)
-    batches = [pad_batch(ordered[i : i + CALIBRATION_BATCH], pad_id) for i in range(0, len(ordered), CALIBRATION_BATCH)]
+    batches = probe_batches(token_ids, pad_id, CALIBRATION_BATCH)
     if method == "minmax":
         return batches
     if len(batches) > 1 and len(batches[-1][0]) < CALIBRATION_BATCH:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from ..embedding import TOKENIZER_FILE
 from ..errors import OboyuError
-from ..tokenization import load_tokenizer
 from .source import SourceModel
 
 MAX_MISMATCHED = 0.01  # share of probe texts whose ids may differ from transformers' tokenizer
@@ -49,13 +48,11 @@ def special_token(config: dict, name: str, default: str | None) -> str | None:
     return value.get("content") if isinstance(value, dict) else value
 
 
-def check_tokenizer(source: SourceModel, runtime_file: Path, texts: list[str]) -> dict:
+def check_tokenizer(source: SourceModel, ours, texts: list[str]) -> dict:
     """Compare our token ids with the transformers tokenizer's on `texts` (prefixes included)."""
     from transformers import AutoTokenizer
 
     reference = AutoTokenizer.from_pretrained(str(source.folder))
-    ours = load_tokenizer(runtime_file, source.word_segmenter)
-    texts = [p + t for i, t in enumerate(texts) for p in ((source.query_prefix, source.passage_prefix)[i % 2],)]
     expected = reference(texts, add_special_tokens=True)["input_ids"]
     got = [e.ids for e in ours.encode_batch(texts)]
     mismatched = [t for t, a, b in zip(texts, expected, got) if list(a) != list(b)]

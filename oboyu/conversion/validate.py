@@ -60,8 +60,8 @@ def compare(reference: Embedder, candidate: Embedder, texts: list[str], retrieva
     cosines = (ref * got).sum(axis=1)
     report = {"texts": len(texts), "mean_cosine": round(float(cosines.mean()), 6),
               "min_cosine": round(float(cosines.min()), 6)}
-    ref_top = _top10(reference, retrieval)
-    got_top = _top10(candidate, retrieval)
+    ref_top = top10(reference, retrieval)
+    got_top = top10(candidate, retrieval)
     report["retrieval"] = {
         "queries": len(retrieval.queries),
         "documents": len(retrieval.documents),
@@ -86,7 +86,7 @@ def gate_failure(report: dict, min_cosine: float = MIN_MEAN_COSINE) -> str | Non
     return None
 
 
-def _top10(embedder: Embedder, retrieval: RetrievalSet) -> np.ndarray:
+def top10(embedder: Embedder, retrieval: RetrievalSet) -> np.ndarray:
     queries = embedder.embed_queries(retrieval.queries)
     documents = embedder.embed_passages(retrieval.documents)
     k = min(10, len(retrieval.documents))

@@ -119,7 +119,7 @@ class OboyuApp(App):
 
         try:
             # the model the index was built with (the default model for a new index)
-            self.live.embedder = load_embedder(self.live.summary().model, on_build_step=report).load()
+            self.live.embedder = load_embedder(self.live.model_id(), on_build_step=report).load()
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
             self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
         finally:
