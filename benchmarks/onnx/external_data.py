@@ -1,0 +1,60 @@
+"""Session start and peak memory of one ONNX model saved as one file against its weights saved as
+external data (what the conversion pipeline installs), each in a fresh process, median of runs.
+
+    python benchmarks/onnx/external_data.py [MODEL.onnx] [--runs 5]
+
+MODEL defaults to the default model (built on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from oboyu.conversion.install import save_with_external_data
+from oboyu.embedding import MODEL_FILE
+from oboyu.model_build import ensure_default_model
+
+PROBE = (
+    "import sys, time, onnxruntime as ort\n"
+    "o = ort.SessionOptions(); o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL\n"
+    "t = time.perf_counter()\n"
+    "ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])\n"
+    "seconds = time.perf_counter() - t\n"
+    "peak = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) / 1024\n"
+    "print(seconds, peak)\n"
+)
+
+
+def measure(model: Path) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, "-c", PROBE, str(model)], capture_output=True, text=True, check=True)
+    seconds, peak = done.stdout.split()
+    return float(seconds), float(peak)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", type=Path)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    one_file = args.model or ensure_default_model() / MODEL_FILE
+    with tempfile.TemporaryDirectory(prefix="oboyu-external-") as tmp:
+        external = Path(tmp) / MODEL_FILE
+        save_with_external_data(one_file, external)
+        results: dict[str, list[tuple[float, float]]] = {"one file": [], "external data": []}
+        for _ in range(args.runs):  # interleaved
+            results["one file"].append(measure(one_file))
+            results["external data"].append(measure(external))
+    print(f"{one_file} ({one_file.stat().st_size / 1e6:.1f} MB), median of {args.runs} fresh processes:")
+    for name, runs in results.items():
+        print(f"  {name:>13}: session {statistics.median(r[0] for r in runs):.3f} s, "
+              f"peak RSS {statistics.median(r[1] for r in runs):.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
