@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,27 @@ class Tmux:
         return self("capture-pane", "-p", "-t", "app")
 
     def wait_for(self, text: str, timeout: float = 90.0) -> str:
+        return self.wait_until(lambda screen: text in screen, f"{text!r} never appeared", timeout)
+
+    def wait_until(self, ready: Callable[[str], bool], failure: str, timeout: float = 90.0,
+                   escapes: bool = False) -> str:
+        """Polls the screen (with colour escapes when `escapes`) until `ready(screen)`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
+            screen = self("capture-pane", "-p", "-e", "-t", "app") if escapes else self.screen()
+            if ready(screen):
                 return screen
             time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
+        raise AssertionError(f"{failure}; the screen:\n{self.screen()}")
+
+
+def first_result(screen: str) -> str:
+    return next((line for line in screen.splitlines() if ".txt" in line or ".md" in line), "")
+
+
+def results_border(coloured_screen: str) -> str:
+    """The results box's top line as drawn, colours included: focus redraws it brighter."""
+    return next(line for line in coloured_screen.splitlines() if "Results" in line)
 
 
 def test_search_open_in_editor_and_quit_in_tmux(tmp_path: Path, cache_dir: Path, embedder: Embedder) -> None:
@@ -65,15 +80,19 @@ def test_search_open_in_editor_and_quit_in_tmux(tmp_path: Path, cache_dir: Path,
     try:
         tmux.wait_for("Search your documents")
         tmux("send-keys", "-t", "app", "-l", "カレーの作り方")
-        screen = tmux.wait_for("curry.txt")
+        # answers to the first characters come first; the whole query's answer ranks curry.txt first
+        screen = tmux.wait_until(lambda screen: "curry.txt" in first_result(screen), "curry.txt never came first")
         assert "6 docs" in screen
-        first = next(line for line in screen.splitlines() if ".txt" in line or ".md" in line)
-        assert "curry.txt" in first  # the expected file is the first result
+        unfocused = results_border(tmux("capture-pane", "-p", "-e", "-t", "app"))
         tmux("send-keys", "-t", "app", "Tab")
+        # a key sent before the focus moved would go to the search box, as it would for a person
+        tmux.wait_until(lambda screen: results_border(screen) != unfocused, "Tab never focused the results",
+                        timeout=30, escapes=True)
         tmux("send-keys", "-t", "app", "e")
         deadline = time.monotonic() + 30
         while not opened.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
+        assert opened.exists(), f"the editor never ran; the screen:\n{tmux.screen()}"
         assert opened.read_text().split() == ["+1", str(home / "notes" / "home" / "curry.txt")]
         tmux.wait_for("curry.txt")  # the app came back after the editor
         tmux("send-keys", "-t", "app", "C-q")

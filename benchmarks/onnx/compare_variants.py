@@ -140,12 +140,13 @@ def peak_rss(kind: str, path: Path, pad_id: int, tokens: list[list[int]]) -> flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--passages", type=int, default=256)
-    parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--eval-set", type=Path, default=SHARED_EVAL if SHARED_EVAL.is_dir() else None)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; timings are their medians")
+    parser.add_argument("--passages", type=int, default=256, help="passages a throughput measurement embeds")
+    parser.add_argument("--queries", type=int, default=50, help="single queries timed per round")
+    parser.add_argument("--eval-set", type=Path, default=SHARED_EVAL if SHARED_EVAL.is_dir() else None,
+                        help="docs.jsonl.gz + queries.jsonl for Recall@10 (default: ../shared manpages-ja)")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="where the report and chart go")
     parser.add_argument("--work", type=Path, help="keep the built variants here (default: a temp dir)")
     args = parser.parse_args()
     if args.eval_set is None:
