@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .embedding import MANIFEST, ModelInfo
+from .embedding import MANIFEST, MODEL_FILE, ModelInfo
 from .errors import OboyuError
 from .paths import models_dir
 
@@ -38,6 +38,16 @@ class InstalledModel:
     def id(self) -> str:
         return self.manifest["id"]
 
+    @property
+    def kind(self) -> str:
+        return self.manifest.get("kind", "embedder")  # embedder | reranker
+
+    @property
+    def index_id(self) -> str:
+        """`id@fingerprint`, as an index records its model."""
+        fingerprint = self.manifest.get("fingerprint") or self.manifest["files"][MODEL_FILE]["sha256"]
+        return f"{self.id}@{fingerprint[:12]}"
+
     @cached_property
     def info(self) -> ModelInfo:
         return ModelInfo.from_manifest(self.manifest)
@@ -58,7 +68,7 @@ def installed(root: Path | None = None) -> list[InstalledModel]:
 
 def _named(name: str, models: list[InstalledModel]) -> list[InstalledModel]:
     """The model an index model id (`id@fingerprint`) or folder name names, else every install of an id."""
-    exact = [m for m in models if name in (m.info.model_id, m.folder.name)]
+    exact = [m for m in models if name in (m.index_id, m.folder.name)]
     return exact or [m for m in models if m.id == name]
 
 
@@ -66,6 +76,12 @@ def find_installed(name: str, root: Path | None = None) -> InstalledModel | None
     """By index model id, folder name or id (then the newest install of that id)."""
     matching = _named(name, installed(root))
     return max(matching, key=lambda m: (m.folder / MANIFEST).stat().st_mtime) if matching else None
+
+
+def rerankers(root: Path | None = None) -> list[InstalledModel]:
+    """Installed cross-encoders, the newest first."""
+    found = [m for m in installed(root) if m.kind == "reranker"]
+    return sorted(found, key=lambda m: (m.folder / MANIFEST).stat().st_mtime, reverse=True)
 
 
 def remove_installed(name: str, root: Path | None = None) -> list[Path]:

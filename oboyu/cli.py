@@ -52,12 +52,18 @@ def _colour(stream) -> bool:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="oboyu")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.option("--provider", metavar="NAME", help="Embed with this onnxruntime provider (cpu, cuda, tensorrt, "
+              "coreml, directml) rather than the platform's choice; also $OBOYU_PROVIDER.")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
     """oboyu (覚ゆ): semantic search over your own documents, offline.
 
     With no command on a terminal, opens the interactive app (`oboyu tui`)."""
     # --debug is read by main(), which must know it before any command runs
+    if provider:
+        from .providers import ENV_OVERRIDE
+
+        os.environ[ENV_OVERRIDE] = provider  # read where a session is made, in this process and its children
     if ctx.invoked_subcommand is None:
         if sys.stdin.isatty() and sys.stdout.isatty():
             ctx.invoke(tui)
@@ -245,10 +251,13 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score for every result.")
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read one query a line; write one JSON line of results each.")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Reorder the best passages with the installed reranker (default: when one is installed).")
 def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, mode: str, by_chunk: bool, explain: bool, from_stdin: bool) -> None:
+          since: str | None, until: str | None, mode: str, by_chunk: bool, explain: bool, from_stdin: bool,
+          rerank: bool | None) -> None:
     """Search the index."""
-    from .engine import load_embedder
+    from .engine import load_embedder, load_reranker
     from .resident import ResidentIndex
     from .search import make_filters, search
 
@@ -257,16 +266,17 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
     filters = make_filters(paths, types, since, until)
     with _open_for_reading(db or default_db_path()) as store:
         embedder = load_embedder(store.get_meta("model_id"), progress=ProgressLine()) if mode != "keyword" else None
+        reranker = load_reranker(rerank)
         if from_stdin:  # the model and the index are loaded once for all the queries
             resident = ResidentIndex()
             out = sys.stdout
             for line in sys.stdin:
                 if line.strip():
-                    batch = search(store, embedder, line.strip(), k, filters, mode, not by_chunk, resident)
+                    batch = search(store, embedder, line.strip(), k, filters, mode, not by_chunk, resident, reranker)
                     out.write(json.dumps([r.to_json() for r in batch], ensure_ascii=False) + "\n")
                     out.flush()
             return
-        results = search(store, embedder, text, k, filters, mode=mode, group=not by_chunk)
+        results = search(store, embedder, text, k, filters, mode=mode, group=not by_chunk, reranker=reranker)
     out = sys.stdout
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
@@ -300,7 +310,7 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
 @click.option("--pending", is_flag=True, help="List what an update would change, changing nothing.")
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
     """Show what the index holds: its folders, files, chunks and model."""
-    from .engine import DEFAULT_PROVIDER
+    from .providers import choose_here
     from .store import file_bytes
 
     path = db or default_db_path()
@@ -319,7 +329,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     info = {
         "db": str(path.resolve()),
         "model": model,
-        "provider": DEFAULT_PROVIDER,
+        "provider": choose_here().provider,
         "documents": documents,
         "chunks": chunks,
         "bytes": file_bytes(path),
@@ -398,6 +408,38 @@ def cache_clear() -> None:
 
     removed = EmbeddingCache.default().clear()
     click.echo(f"removed {removed} cached vectors", err=True)
+
+
+@cli.command()
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.option("--seconds", type=click.FloatRange(0.2, 60), default=2.0, show_default=True,
+              help="Length of the self-benchmark.")
+def doctor(db: Path | None, as_json: bool, seconds: float) -> None:
+    """Show the platform, CPU features, onnxruntime providers (available and chosen), threads,
+    model and cache locations, then time the engine here (the index's model, else the default)."""
+    from .doctor import machine_report, self_benchmark
+    from .engine import load_embedder
+
+    report = machine_report()
+    if not as_json:
+        _print_fields(report)
+    notices: list[str] = []
+    embedder = load_embedder(_index_model(db or default_db_path()), progress=ProgressLine(enabled=not as_json),
+                             notify=notices.append)
+    benchmark = self_benchmark(embedder, seconds) | {"notices": notices}
+    if as_json:
+        click.echo(json.dumps(report | {"benchmark": benchmark}, ensure_ascii=False, indent=2))
+    else:
+        click.echo()
+        _print_fields(benchmark)
+
+
+def _print_fields(fields: dict) -> None:
+    for key, value in fields.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) or "none"
+        click.echo(f"{key.replace('_', ' '):>20}: {value}")
 
 
 @cli.command()

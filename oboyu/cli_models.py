@@ -29,12 +29,13 @@ def list_models(as_json: bool) -> None:
     for entry in entries:
         mine = [m for m in local if m.id == entry["id"]]
         rows.append({"id": entry["id"], "dimensions": entry.get("dimensions"), "licence": entry.get("licence"),
-                     "default": bool(entry.get("default")), "installed": [m.folder.name for m in mine]})
+                     "default": bool(entry.get("default")), "installed": [m.folder.name for m in mine],
+                     "kind": entry.get("kind", "embedder")})
     known = {e["id"] for e in entries}
     for model in local:
         if model.id not in known:
-            rows.append({"id": model.id, "dimensions": model.info.dimensions, "licence": None, "default": False,
-                         "installed": [model.folder.name]})
+            rows.append({"id": model.id, "dimensions": model.manifest.get("dimensions"), "licence": None,
+                         "default": False, "installed": [model.folder.name], "kind": model.kind})
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -42,7 +43,8 @@ def list_models(as_json: bool) -> None:
     for row in rows:
         mark = "*" if row["default"] else " "
         status = ", ".join(row["installed"]) if row["installed"] else "not installed"
-        click.echo(f"{mark} {row['id']:<{width}}  {row['dimensions'] or '?':>5}d  {status}")
+        size = "reranker" if row["kind"] == "reranker" else f"{row['dimensions'] or '?':>5}d"
+        click.echo(f"{mark} {row['id']:<{width}}  {size:>8}  {status}")
     click.echo("(* the default model, built from the bundled weights on first use)")
 
 
@@ -134,15 +136,26 @@ def _print_summary(manifest: dict) -> None:
     out = sys.stdout
     out.write(f"installed: {manifest['id']} ({manifest.get('precision', '?')}) at {manifest.get('path')}\n")
     size = sum(f["bytes"] for f in manifest.get("files", {}).values())
-    out.write(f"  {manifest.get('architecture', '')}; {manifest['dimensions']} dimensions, "
-              f"max {manifest['max_tokens']} tokens, {manifest.get('pooling', 'mean')} pooling, {size / 1e6:.1f} MB\n")
-    prefixes = manifest.get("prefixes", {})
-    out.write(f"  prefixes: query {prefixes.get('query', '')!r}, passage {prefixes.get('passage', '')!r}\n")
+    if manifest.get("kind") == "reranker":
+        out.write(f"  {manifest.get('architecture', '')}; a reranker (cross-encoder), max {manifest['max_tokens']} "
+                  f"tokens, {size / 1e6:.1f} MB\n")
+    else:
+        out.write(f"  {manifest.get('architecture', '')}; {manifest['dimensions']} dimensions, "
+                  f"max {manifest['max_tokens']} tokens, {manifest.get('pooling', 'mean')} pooling, {size / 1e6:.1f} MB\n")
+        prefixes = manifest.get("prefixes", {})
+        out.write(f"  prefixes: query {prefixes.get('query', '')!r}, passage {prefixes.get('passage', '')!r}\n")
     fusions = (manifest.get("optimization") or {}).get("fusions")
     if fusions:
         out.write("  fusions: " + ", ".join(f"{op} ×{n}" for op, n in fusions.items()) + "\n")
     validation = manifest.get("validation") or manifest.get("fidelity")
-    if validation:
+    if validation and "score_correlation" in validation:
+        retrieval = validation["retrieval"]
+        line = (f"  validation: score correlation {validation['score_correlation']:.4f}, "
+                f"top-1 agreement {retrieval['top1_agreement']:.3f}")
+        if "accuracy_at_1" in retrieval:
+            line += f", accuracy@1 {retrieval['accuracy_at_1']:.3f} (fp32 {retrieval['accuracy_at_1_fp32']:.3f})"
+        out.write(line + "\n")
+    elif validation:
         line = f"  validation: mean cosine {validation['mean_cosine']:.4f} (min {validation['min_cosine']:.4f})"
         retrieval = validation.get("retrieval") or {}
         if retrieval:

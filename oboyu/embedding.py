@@ -7,10 +7,11 @@ padding stays small; vectors come back in the caller's order, L2-normalised.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import OboyuError
+from .providers import CPU, GPU_PROVIDERS, Choice, Verdicts, choose_here, physical_cores, session_providers
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -32,6 +34,8 @@ TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_TOKEN_BUDGET = 8192  # padded tokens per batch
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
+PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
+PROBE_TEXTS = Path(__file__).parent / "data" / "probe_sentences.txt"
 
 
 @dataclass(frozen=True)
@@ -70,13 +74,18 @@ def read_manifest(model_dir: Path) -> dict:
 class Embedder:
     """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
 
-    def __init__(self, model_dir: Path, provider: str = "CPUExecutionProvider", manifest: dict | None = None):
+    def __init__(self, model_dir: Path, provider: str | None = None, manifest: dict | None = None,
+                 notify: Callable[[str], None] | None = None):
         """Reads the manifest only; the tokenizer and the ONNX session load on first use, so a
-        run with nothing to embed (an index update where no file changed) never pays for them."""
+        run with nothing to embed (an index update where no file changed) never pays for them.
+        `provider` (a name or alias) overrides the platform's choice; `notify` hears why an
+        accelerator was dropped (default: a line on stderr)."""
         self.model_dir = Path(model_dir)
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
         self.info = ModelInfo.from_manifest(self.manifest)
-        self.provider = provider
+        self.requested_provider = provider
+        self.provider = CPU  # the provider in use, once the session is made
+        self.notify = notify or _to_stderr
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
 
@@ -88,11 +97,59 @@ class Embedder:
 
     @cached_property
     def session(self) -> ort.InferenceSession:
+        """A session on the platform's provider once it has proven itself, else on the CPU."""
+        choice = choose_here(self.requested_provider)
+        if choice.provider != CPU:
+            session = self._accelerated_session(choice)
+            if session is not None:
+                self.provider = choice.provider
+                return session
+        return self._make_session(CPU)
+
+    def _make_session(self, provider: str) -> ort.InferenceSession:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), options, providers=[self.provider])
+        options.intra_op_num_threads = physical_cores()
+        model_file = self.model_dir / MODEL_FILE
+        fp16 = self.manifest.get("variants", {}).get("fp16")
+        if provider in GPU_PROVIDERS and fp16 is not None:
+            model_file = self.model_dir / fp16["file"]
+        return ort.InferenceSession(str(model_file), options, providers=session_providers(provider))
+
+    def _accelerated_session(self, choice: Choice) -> ort.InferenceSession | None:
+        """The accelerator's session if it embeds the probe texts like the CPU does; the verdict
+        is kept per model, provider and onnxruntime version, so later processes skip the probe."""
+        import onnxruntime as ort
+
+        from .paths import cache_dir
+
+        verdicts = Verdicts(cache_dir() / "provider-checks.json")
+        key = f"{self.info.model_id} {choice.provider} onnxruntime-{ort.__version__}"
+        known = verdicts.get(key)
+        if known is not None and not known["ok"]:
+            self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); embedding on the CPU")
+            return None
+        try:
+            session = _started(lambda: self._make_session(choice.provider), choice.provider)
+            if known is None:
+                agreement = self.probe_agreement(session, self._make_session(CPU))
+                if agreement < PROVIDER_MIN_COSINE:
+                    raise OboyuError(f"its vectors differ from the CPU's (min cosine {agreement:.4f} on the probe texts)")
+                verdicts.put(key, {"ok": True, "min_cosine": round(agreement, 6)})
+        except Exception as exc:  # a provider that cannot load the model, or runs it wrong
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            verdicts.put(key, {"ok": False, "reason": reason})
+            self.notify(f"{choice.provider} dropped: {reason}; embedding on the CPU")
+            return None
+        return session
+
+    def probe_agreement(self, session: ort.InferenceSession, reference: ort.InferenceSession) -> float:
+        """The lowest cosine between two sessions' vectors for the probe texts."""
+        texts = [self.passage_text(line) for line in PROBE_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        ours, theirs = self.embed(texts, session=session), self.embed(texts, session=reference)
+        return float(np.min(np.sum(ours * theirs, axis=1)))
 
     def load(self) -> Embedder:
         """Load the tokenizer and the session now (a long-lived process, before its first query)."""
@@ -161,18 +218,44 @@ class Embedder:
         """Exactly what the model reads for a passage (the embedding cache's key)."""
         return self.info.passage_prefix + prepare(text)
 
-    def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET) -> np.ndarray:
+    def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
+              session: ort.InferenceSession | None = None) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""
         out = np.zeros((len(texts), self.info.dimensions), dtype=np.float32)
         if not texts:
             return out
+        if session is None:
+            session = self.session
         token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
         for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
             ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)
-            (vectors,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
+            (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[batch] = vectors
         return out
+
+
+def _started(make: Callable[[], ort.InferenceSession], provider: str) -> ort.InferenceSession:
+    """A session made by `make` that really runs on `provider`. onnxruntime, when a provider
+    cannot start (a missing CUDA library, say), prints a banner to stdout and quietly goes on
+    with the CPU; here that banner is caught and becomes the reason the provider is dropped."""
+    import contextlib
+    import io
+    import warnings
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = make()
+    if provider not in session.get_providers():
+        errors = [line.strip() for line in printed.getvalue().splitlines() if line.startswith("EP Error ")]
+        raise OboyuError(errors[0].removeprefix("EP Error ").split(" when using ")[0] if errors
+                         else "onnxruntime could not start it")
+    return session
+
+
+def _to_stderr(message: str) -> None:
+    print(f"oboyu: {message}", file=sys.stderr)
 
 
 def pad_batch(batch: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:

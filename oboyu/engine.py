@@ -10,12 +10,10 @@ from .embedding import Embedder
 from .errors import OboyuError
 from .model_build import DEFAULT_MODEL, ensure_default_model
 from .progress import ProgressLine
+from .rerank import Reranker
 
-DEFAULT_PROVIDER = "CPUExecutionProvider"
-
-
-def load_default_embedder(progress: ProgressLine | None = None,
-                          on_build_step: Callable[[str], None] | None = None) -> Embedder:
+def load_default_embedder(progress: ProgressLine | None = None, on_build_step: Callable[[str], None] | None = None,
+                          notify: Callable[[str], None] | None = None) -> Embedder:
     """The default model's embedder; the first call builds the model (43 s measured on 2 cores),
     telling `on_build_step` of each step, or else the progress line."""
     progress = progress or ProgressLine(enabled=False)
@@ -28,14 +26,16 @@ def load_default_embedder(progress: ProgressLine | None = None,
             announced = True
         progress.message(f"  {step}")
 
-    return Embedder(ensure_default_model(on_build_step or report), provider=DEFAULT_PROVIDER)
+    return Embedder(ensure_default_model(on_build_step or report), notify=notify)
 
 
 def load_embedder(indexed_with: str | None, requested: str | None = None, progress: ProgressLine | None = None,
-                  on_build_step: Callable[[str], None] | None = None) -> Embedder:
+                  on_build_step: Callable[[str], None] | None = None,
+                  notify: Callable[[str], None] | None = None) -> Embedder:
     """The model to embed with: `requested` (an installed model's id or folder name; the default
     model's id means the bundled build) if given, else the one the index was built with
-    (`indexed_with`, its `id@fingerprint`), else the default model."""
+    (`indexed_with`, its `id@fingerprint`), else the default model. It runs on the platform's
+    provider (`oboyu.providers`); `notify` hears why an accelerator was dropped."""
     model = None
     if requested is not None and requested != DEFAULT_MODEL:
         model = find_installed(requested)
@@ -49,7 +49,26 @@ def load_embedder(indexed_with: str | None, requested: str | None = None, progre
             raise OboyuError(f"the index was built with {indexed_with}, which is not installed here; "
                              f"`oboyu models pull {name}` installs it, or `oboyu index --model ID` re-embeds "
                              "the index with another model")
+    if model is not None and model.kind == "reranker":
+        raise OboyuError(f"{model.id} is a reranker, not an embedding model; queries use it by themselves")
     if model is not None:
-        return Embedder(model.folder, provider=DEFAULT_PROVIDER, manifest=model.manifest)
+        return Embedder(model.folder, manifest=model.manifest, notify=notify)
     # the default model; an index built by an older build of it is re-embedded by `oboyu index`
-    return load_default_embedder(progress, on_build_step)
+    return load_default_embedder(progress, on_build_step, notify)
+
+
+def load_reranker(wanted: bool | None = None) -> Reranker | None:
+    """The newest installed reranker (`oboyu models list` marks them), or None: when none is
+    installed, or `wanted` is False. `wanted=True` with none installed is an error."""
+    from .catalog import rerankers
+    from .rerank import Reranker
+
+    if wanted is False:
+        return None
+    found = rerankers()
+    if not found:
+        if wanted:
+            raise OboyuError("no reranker is installed; `oboyu models pull cl-nagoya/ruri-v3-reranker-310m` "
+                             "(or `oboyu models convert FOLDER` of a cross-encoder) installs one")
+        return None
+    return Reranker(found[0].folder, found[0].manifest)

@@ -16,6 +16,7 @@ from .embedding import Embedder
 from .errors import OboyuError
 from .fusion import convex
 from .keywords import match_spans, words
+from .rerank import Reranker
 from .resident import ResidentIndex
 from .store import Filters, Store
 
@@ -25,6 +26,7 @@ SNIPPET_CHARS = 200
 MODES = ("hybrid", "vector", "keyword")
 CANDIDATES = 100  # chunks each leg contributes to fusion
 VECTOR_WEIGHT = 0.5  # hybrid: share of the vector leg in the convex fusion
+RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
 
 
 @dataclass
@@ -67,10 +69,11 @@ def search(
     mode: str = "hybrid",
     group: bool = True,
     resident: ResidentIndex | None = None,
+    reranker: Reranker | None = None,
 ) -> list[Result]:
     """The k best files (or chunks, with group=False) for a query. A long-lived caller passes a
     ResidentIndex to rank from memory (unfiltered queries); with no store, the resident index
-    answers as last loaded."""
+    answers as last loaded. A reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
@@ -99,6 +102,9 @@ def search(
     legs = rank_chunks(store, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, resident)
     fused = fuse(legs, mode)
     source: Store | ResidentIndex = resident if resident is not None else store
+    if reranker is not None and fused:
+        legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], source)
+        fused = legs["rerank"] + fused[RERANK_DEPTH:]
     if group:
         chosen, others = _best_per_file(source.files_of_chunks, fused, k)
     else:
@@ -139,6 +145,15 @@ def rank_chunks(
     if mode in ("hybrid", "keyword"):
         legs["keyword"] = resident.keyword_scores(terms, n) if resident else store.keyword_scores(terms, n, filters)
     return legs
+
+
+def rerank(reranker: Reranker, query: str, candidates: list[tuple[str, float]],
+           source: Store | ResidentIndex) -> list[tuple[str, float]]:
+    """The candidates in the cross-encoder's order, with its scores."""
+    hits = source.chunks_by_id([cid for cid, _ in candidates])
+    ids = [cid for cid, _ in candidates if cid in hits]
+    scores = reranker.score(query, [hits[cid].text for cid in ids])
+    return sorted(zip(ids, map(float, scores)), key=lambda item: -item[1])
 
 
 def fuse(legs: dict[str, list[tuple[str, float]]], mode: str) -> list[tuple[str, float]]:

@@ -109,3 +109,36 @@ def make_bert_japanese(folder: Path) -> Path:
     BertModel(config, add_pooling_layer=False).eval().save_pretrained(folder)
     write_sentence_transformers_files(folder, SIZE["hidden_size"], "cls", 128, None)
     return folder
+
+
+def make_xlmr_reranker(folder: Path, steps: int = 150) -> Path:
+    """An XLM-R cross-encoder (sequence classification, one label), as rerankers are published,
+    trained for a few steps to score a sentence paired with itself above one paired with another:
+    an untrained head scores every pair alike, and INT8 noise would be all there is to compare."""
+    import random
+
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaForSequenceClassification
+
+    torch = _seeded()
+    tokenizer = _unigram_tokenizer()
+    config = XLMRobertaConfig(vocab_size=tokenizer.get_vocab_size(), max_position_embeddings=130, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, type_vocab_size=1, num_labels=1,
+                              architectures=["XLMRobertaForSequenceClassification"], **SIZE)
+    model = XLMRobertaForSequenceClassification(config)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>")
+    sentences, rng = corpus(), random.Random(7)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        firsts = rng.sample(sentences, 8)
+        seconds = firsts + [rng.choice([s for s in sentences if s != f]) for f in firsts]
+        batch = fast(firsts * 2, seconds, padding=True, truncation=True, max_length=128, return_tensors="pt")
+        labels = torch.tensor([1.0] * 8 + [0.0] * 8)
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, 0]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval().save_pretrained(folder)
+    _save_tokenizer(tokenizer, folder, 128)
+    return folder

@@ -68,6 +68,9 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
     step("fetch", f"fetching {spec}")
     source = fetch(spec, revision, catalogue_entry)
     done("fetch")
+    rerank = source.task == "rerank"
+    if rerank and options.quantization == "static":
+        raise OboyuError("static quantization of rerankers is not supported; use --quantization dynamic or none")
     root = root or models_dir()
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".convert-", dir=root))
@@ -80,7 +83,13 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
         prefixed = [(source.passage_prefix if i % 2 else source.query_prefix) + t for i, t in enumerate(texts)]
         tokenizer_report = check_tokenizer(source, staging.tokenizer, prefixed)
         done("tokenizer")
-        batches = export.probe_batches([e.ids for e in staging.tokenizer.encode_batch(prefixed)], staging.pad_id)
+        if rerank:  # pairs, cut to the model's length as the reranker cuts them: each probe text asks about the next
+            from ..rerank import Reranker
+
+            pairs = Reranker(work, base).tokenizer.encode_batch(list(zip(texts, texts[1:] + texts[:1])))
+            batches = export.pair_batches(pairs, staging.pad_id)
+        else:
+            batches = export.probe_batches([e.ids for e in staging.tokenizer.encode_batch(prefixed)], staging.pad_id)
 
         step("export", "exporting to ONNX and comparing with PyTorch")
         encoder = export.TorchEncoder(source)
@@ -127,10 +136,14 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
         step("validate", "validating against fp32" + (f" and on {options.eval_set}" if options.eval_set else ""))
         retrieval = validate.eval_set(options.eval_set) if options.eval_set else validate.probe_set(
             probe_texts(240, 120, lambda ts: [len(t) // 2 for t in ts], seed=5))
-        reference = Embedder(best_fp32, manifest=base)  # the same vectors as fp32 (checked), faster
-        validation = validate.compare(reference, Embedder(chosen, manifest=base), texts, retrieval)
+        if rerank:
+            validation = validate.compare_rerankers(Reranker(best_fp32, base), Reranker(chosen, base), retrieval)
+            failure = validate.reranker_gate_failure(validation, options.min_cosine)
+        else:
+            reference = Embedder(best_fp32, manifest=base)  # the same vectors as fp32 (checked), faster
+            validation = validate.compare(reference, Embedder(chosen, manifest=base), texts, retrieval)
+            failure = validate.gate_failure(validation, options.min_cosine)
         done("validate")
-        failure = validate.gate_failure(validation, options.min_cosine)
         if failure:
             raise OboyuError(f"{source.model_id} ({options.quantization}) failed the gate: {failure}; not installed")
 
@@ -175,11 +188,12 @@ def _manifest(source: SourceModel, options: Options) -> dict:
     return {
         "format": FORMAT,
         "id": options.name or source.model_id,
+        "kind": "reranker" if source.task == "rerank" else "embedder",
         "source": {"id": source.model_id, "revision": source.revision, "folder": str(source.folder)},
         "architecture": source.describe(),
-        "dimensions": source.hidden,
+        "dimensions": 1 if source.task == "rerank" else source.hidden,  # a reranker gives one score
         "max_tokens": source.max_tokens,
-        "pooling": source.pooling,
+        "pooling": "none" if source.task == "rerank" else source.pooling,
         "normalized": True,
         "prefixes": {"query": source.query_prefix, "passage": source.passage_prefix},
         "word_segmenter": source.word_segmenter,

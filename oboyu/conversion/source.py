@@ -32,6 +32,7 @@ class SourceModel:
     passage_prefix: str
     word_segmenter: str | None  # tokenization.MECAB for BertJapaneseTokenizer models
     lower_case: bool
+    task: str = "embed"  # embed (an encoder, pooled) | rerank (a cross-encoder scoring query-passage pairs)
 
     def describe(self) -> str:
         return (f"{ARCHITECTURES[self.architecture]}, {self.layers} layers, {self.heads} heads, "
@@ -97,6 +98,9 @@ def read_source(folder: Path, model_id: str, revision: str | None, defaults: dic
         word_segmenter = MECAB
     elif not (folder / "tokenizer.json").is_file():
         raise OboyuError(f"{model_id}: no tokenizer.json (a fast tokenizer) and not a BERT-Japanese tokenizer")
+    task = _task(config, model_id)
+    if task == "rerank" and word_segmenter is not None:
+        raise OboyuError(f"{model_id}: cross-encoders with a MeCab tokenizer are not supported yet")
     pooling = _pooling(folder, defaults)
     prompts = (_read_json(folder / "config_sentence_transformers.json") or {}).get("prompts") or {}
     prefixes = defaults.get("prefixes") or {}
@@ -120,7 +124,18 @@ def read_source(folder: Path, model_id: str, revision: str | None, defaults: dic
         passage_prefix=prompts.get("document", prompts.get("passage", prefixes.get("passage", ""))),
         word_segmenter=word_segmenter,
         lower_case=bool(tokenizer_config.get("do_lower_case", False)) and word_segmenter is not None,
+        task=task,
     )
+
+
+def _task(config: dict, model_id: str) -> str:
+    """A `...ForSequenceClassification` model with one label is a reranker (a cross-encoder)."""
+    if not any(a.endswith("ForSequenceClassification") for a in config.get("architectures") or []):
+        return "embed"
+    labels = len(config.get("id2label") or {"0": ""})
+    if labels != 1:
+        raise OboyuError(f"{model_id}: a classifier with {labels} labels; a reranker gives one score (num_labels 1)")
+    return "rerank"
 
 
 def _pooling(folder: Path, defaults: dict) -> str:

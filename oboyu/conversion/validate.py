@@ -91,3 +91,48 @@ def top10(embedder: Embedder, retrieval: RetrievalSet) -> np.ndarray:
     documents = embedder.embed_passages(retrieval.documents)
     k = min(10, len(retrieval.documents))
     return np.argsort(-(queries @ documents.T), axis=1, kind="stable")[:, :k]
+
+
+RERANK_QUERIES = 60
+RERANK_CANDIDATES = 10  # a query's relevant document and nine others
+
+
+def compare_rerankers(reference, candidate, retrieval: RetrievalSet, seed: int = 13) -> dict:
+    """A quantized cross-encoder against fp32 (both `oboyu.rerank.Reranker`): correlation of their
+    scores over query-passage pairs, whether they put the same passage first, and (labelled) how
+    often each puts the relevant passage first among RERANK_CANDIDATES."""
+    from .export import correlation
+
+    rng = random.Random(seed)
+    count = min(RERANK_QUERIES, len(retrieval.queries))
+    ours_all, theirs_all, same_top, right_ref, right_got = [], [], 0, 0, 0
+    for q in range(count):
+        others = [d for d in range(len(retrieval.documents)) if retrieval.relevant is None or d != retrieval.relevant[q]]
+        chosen = rng.sample(others, min(len(others), RERANK_CANDIDATES - (retrieval.relevant is not None)))
+        if retrieval.relevant is not None:
+            chosen.insert(rng.randrange(len(chosen) + 1), retrieval.relevant[q])
+        passages = [retrieval.documents[d] for d in chosen]
+        theirs = reference.score(retrieval.queries[q], passages)
+        ours = candidate.score(retrieval.queries[q], passages)
+        theirs_all.extend(theirs.tolist())
+        ours_all.extend(ours.tolist())
+        same_top += int(np.argmax(theirs) == np.argmax(ours))
+        if retrieval.relevant is not None:
+            right_ref += int(chosen[int(np.argmax(theirs))] == retrieval.relevant[q])
+            right_got += int(chosen[int(np.argmax(ours))] == retrieval.relevant[q])
+    report = {"pairs": len(ours_all), "score_correlation": round(correlation(ours_all, theirs_all), 6),
+              "retrieval": {"queries": count, "top1_agreement": round(same_top / max(count, 1), 4)}}
+    if retrieval.relevant is not None:
+        report["retrieval"]["accuracy_at_1_fp32"] = round(right_ref / max(count, 1), 4)
+        report["retrieval"]["accuracy_at_1"] = round(right_got / max(count, 1), 4)
+    return report
+
+
+def reranker_gate_failure(report: dict, min_correlation: float = MIN_MEAN_COSINE) -> str | None:
+    if report["score_correlation"] < min_correlation:
+        return f"score correlation with fp32 {report['score_correlation']:.6f} < {min_correlation}"
+    retrieval = report["retrieval"]
+    if "accuracy_at_1" in retrieval and retrieval["accuracy_at_1"] < retrieval["accuracy_at_1_fp32"] - MAX_RECALL_DROP:
+        return (f"accuracy@1 {retrieval['accuracy_at_1']:.3f} trails fp32's {retrieval['accuracy_at_1_fp32']:.3f} "
+                f"by more than {MAX_RECALL_DROP}")
+    return None

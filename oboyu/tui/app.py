@@ -117,9 +117,12 @@ class OboyuApp(App):
         def report(step: str) -> None:
             self.call_from_thread(self.notify, step, title="Building the default model (first use only)")
 
+        def dropped(notice: str) -> None:  # an accelerator that failed its probe
+            self.call_from_thread(self.notify, notice, severity="warning")
+
         try:
             # the model the index was built with (the default model for a new index)
-            self.live.embedder = load_embedder(self.live.model_id(), on_build_step=report).load()
+            self.live.embedder = load_embedder(self.live.model_id(), on_build_step=report, notify=dropped).load()
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
             self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
         finally:

@@ -1,0 +1,153 @@
+"""Provider choice for every platform (faked), the probe that proves an accelerator before use
+(with sessions that fail, diverge or agree), the CPU path for real, and `oboyu doctor`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oboyu import embedding
+from oboyu.embedding import Embedder
+from oboyu.errors import OboyuError
+from oboyu.providers import CPU, Choice, choose, physical_cores, provider_name, session_providers
+
+COREML, CUDA, TRT, DML = ("CoreMLExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
+                          "DmlExecutionProvider")
+
+
+@pytest.mark.parametrize(("available", "system", "machine", "expected"), [
+    ([COREML, CPU], "Darwin", "arm64", COREML),
+    ([COREML, CPU], "Darwin", "x86_64", CPU),  # an Intel Mac: CoreML there runs no faster than the CPU path
+    ([CPU], "Darwin", "arm64", CPU),  # an onnxruntime built without CoreML
+    ([TRT, CUDA, CPU], "Linux", "x86_64", TRT),
+    ([CUDA, CPU], "Linux", "x86_64", CUDA),
+    ([CUDA, CPU], "Windows", "AMD64", CUDA),
+    ([DML, CPU], "Windows", "AMD64", DML),
+    ([DML, CPU], "Linux", "x86_64", CPU),
+    ([CPU], "Linux", "aarch64", CPU),
+    ([CPU], "Windows", "AMD64", CPU),
+])
+def test_choice_follows_the_platform(available: list[str], system: str, machine: str, expected: str) -> None:
+    assert choose(available, system, machine).provider == expected
+
+
+def test_an_override_wins_and_must_be_available() -> None:
+    assert choose([CUDA, CPU], "Linux", "x86_64", override="cpu").provider == CPU
+    assert choose([CUDA, CPU], "Linux", "x86_64", override="CUDAExecutionProvider").provider == CUDA
+    with pytest.raises(OboyuError, match="provider coreml is not available.*CUDAExecutionProvider"):
+        choose([CUDA, CPU], "Linux", "x86_64", override="coreml")
+
+
+def test_provider_names_and_session_lists() -> None:
+    assert provider_name("TensorRT") == TRT and provider_name("dml") == DML
+    assert session_providers(CPU) == [CPU]
+    assert session_providers(TRT) == [TRT, CUDA, CPU]  # CUDA, then the CPU take what TensorRT leaves
+    assert session_providers(CUDA)[-1] == CPU and session_providers(COREML)[-1] == CPU
+
+
+def test_threads_are_physical_cores_within_the_affinity() -> None:
+    import os
+
+    assert 1 <= physical_cores() <= len(os.sched_getaffinity(0))
+
+
+class FakeAccelerated:
+    """A CPU session that says it runs on `FakeExecutionProvider`; `skew` bends its vectors, like
+    a provider that runs a node wrong."""
+
+    def __init__(self, inner, skew: bool):
+        self.inner, self.skew = inner, skew
+
+    def get_providers(self) -> list[str]:
+        return ["FakeExecutionProvider", CPU]
+
+    def run(self, names, feeds):
+        (vectors,) = self.inner.run(names, feeds)
+        if not self.skew:
+            return [vectors]
+        bent = vectors + 0.5 * np.roll(vectors, 1, axis=1)
+        return [bent / np.linalg.norm(bent, axis=1, keepdims=True)]
+
+
+@pytest.fixture
+def fake_accelerator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_dir: Path):
+    """Embedders that believe the platform chose `FakeExecutionProvider`; `behaviour` says what
+    its session does: 'fail' (onnxruntime refuses it), 'diverge' or 'agree'."""
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(embedding, "choose_here", lambda requested=None: Choice("FakeExecutionProvider", "test"))
+    real, real_probe = Embedder._make_session, Embedder.probe_agreement
+    probes: list[float] = []
+
+    def make(behaviour: str) -> tuple[Embedder, list[str]]:
+        notices: list[str] = []
+
+        def session(self, provider):
+            if provider == CPU or behaviour == "fail":
+                return real(self, provider)  # onnxruntime cannot start the unknown provider
+            return FakeAccelerated(real(self, CPU), skew=behaviour == "diverge")
+
+        def probe(self, ours, theirs):
+            probes.append(real_probe(self, ours, theirs))
+            return probes[-1]
+
+        monkeypatch.setattr(Embedder, "_make_session", session)
+        monkeypatch.setattr(Embedder, "probe_agreement", probe)
+        return Embedder(model_dir, notify=notices.append), notices
+
+    make.probes = probes
+    return make
+
+
+def test_a_provider_that_fails_to_load_is_dropped_with_its_reason(fake_accelerator) -> None:
+    embedder, notices = fake_accelerator("fail")
+    vector = embedder.embed_queries(["検索"])[0]
+    assert embedder.provider == CPU and abs(float(vector @ vector) - 1) < 1e-5
+    assert len(notices) == 1 and notices[0].startswith("FakeExecutionProvider dropped: ")
+    assert "\n" not in notices[0] and notices[0].endswith("embedding on the CPU")
+    again, notices = fake_accelerator("fail")
+    again.load()
+    assert again.provider == CPU and "found earlier" in notices[0]  # remembered: not tried again
+
+
+def test_a_provider_that_diverges_is_dropped(fake_accelerator) -> None:
+    embedder, notices = fake_accelerator("diverge")
+    embedder.load()
+    assert embedder.provider == CPU
+    assert len(fake_accelerator.probes) == 1 and fake_accelerator.probes[0] < embedding.PROVIDER_MIN_COSINE
+    assert "differ from the CPU's (min cosine" in notices[0]
+
+
+def test_a_provider_that_agrees_is_used_and_probed_once(fake_accelerator, embedder: Embedder) -> None:
+    first, notices = fake_accelerator("agree")
+    texts = ["passage: 検索エンジンの仕組み", "passage: 猫が昼寝をしている"]
+    assert np.allclose(first.embed(texts), embedder.embed(texts), atol=1e-6)
+    assert first.provider == "FakeExecutionProvider" and notices == []
+    assert fake_accelerator.probes == [pytest.approx(1.0, abs=1e-5)]
+    second, _ = fake_accelerator("agree")
+    second.load()
+    assert second.provider == "FakeExecutionProvider" and len(fake_accelerator.probes) == 1
+
+
+def test_doctor_reports_the_machine_and_times_the_cpu(oboyu_env: dict[str, str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "oboyu.cli", "doctor", "--json", "--seconds", "0.4"],
+                            env=oboyu_env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert CPU in report["available_providers"] and report["chosen_provider"] == CPU
+    assert report["threads"] == physical_cores()
+    benchmark = report["benchmark"]
+    assert benchmark["provider"] == CPU and benchmark["model"].startswith("intfloat/multilingual-e5-small@")
+    assert benchmark["passages_per_second"] > 0 and benchmark["query_ms_p50"] > 0
+
+
+def test_an_unavailable_provider_is_a_one_line_error(oboyu_env: dict[str, str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "oboyu.cli", "--provider", "coreml", "doctor", "--seconds", "0.2"],
+                            env=oboyu_env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert result.stderr.strip().startswith("oboyu: error: provider coreml is not available")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
