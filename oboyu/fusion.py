@@ -5,6 +5,10 @@ candidates, weighted; a chunk missing from a leg gets 0 there. Unlike reciprocal
 keeps how far apart the scores are: where keyword matching is weak (a query's words spread thinly
 over boilerplate), BM25 scores are flat and their scaled spread stays small relative to a
 confident vector ranking, so they cannot drag it down by rank alone.
+
+`convex_with_files` adds legs that rank files rather than passages (hybrid search's `lead` leg:
+each file's first passage, where a document says what it is about): a file's scaled score goes to
+every candidate passage of that file, so it lifts the file without reordering its passages.
 """
 
 from __future__ import annotations
@@ -37,4 +41,23 @@ def convex(legs: Mapping[str, Ranking], weights: Mapping[str, float] | None = No
         for cid, score in ranking:
             scaled = (score - low) / span if span > 0 else 1.0
             fused[cid] = fused.get(cid, 0.0) + weight * scaled
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def convex_with_files(legs: Mapping[str, Ranking], file_legs: Mapping[str, Ranking], file_of: Mapping[str, str],
+                      weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """`convex` over the passage legs plus the file legs, whose rankings hold one passage a file
+    (`file_of` maps every passage id of every leg to its file)."""
+    fused = dict(convex(legs, weights))
+    for leg, ranking in file_legs.items():
+        if not ranking:
+            continue
+        weight = weights.get(leg, 1.0)
+        scores = [score for _, score in ranking]
+        low, span = min(scores), max(scores) - min(scores)
+        by_file = {file_of[cid]: ((score - low) / span if span > 0 else 1.0) for cid, score in ranking if cid in file_of}
+        for cid, _ in ranking:  # a file found by this leg alone is a candidate through this passage
+            fused.setdefault(cid, 0.0)
+        for cid in fused:
+            fused[cid] += weight * by_file.get(file_of.get(cid, ""), 0.0)
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))

@@ -19,6 +19,8 @@ class ResidentIndex:
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (chunk rows, tf)
         self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
         self.hits: dict[str, SearchHit] = {}  # display fields of every chunk
+        self.leads = np.zeros(0, dtype=bool)  # rows that are their file's first chunk
+        self._last_scores: tuple[bytes, str | None, np.ndarray] | None = None
 
     def refresh(self, store: Store) -> ResidentIndex:
         generation = store.get_meta("generation") or ""
@@ -29,12 +31,17 @@ class ResidentIndex:
 
     def _load(self, store: Store) -> None:
         self.model_id = store.get_meta("model_id")
+        self._last_scores = None
         self.hits = store.all_chunks()
         rows = store.con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
         self.chunk_ids = rows["chunk_id"].astype(object)
         vectors = rows["vector"]
         self.vectors = np.stack(vectors).astype(np.float32) if len(vectors) else np.zeros((0, 0), np.float32)
         row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
+        self.leads = np.zeros(len(self.chunk_ids), dtype=bool)
+        for (cid,) in store.con.execute("SELECT id FROM chunks WHERE ordinal = 0").fetchall():
+            if cid in row_of:
+                self.leads[row_of[cid]] = True
         lengths = np.zeros(len(self.chunk_ids), dtype=np.float32)
         for cid, length in store.con.execute("SELECT chunk_id, length FROM kw_lengths").fetchall():
             if cid in row_of:
@@ -60,11 +67,15 @@ class ResidentIndex:
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         return {cid: self.hits[cid].path for cid in ids if cid in self.hits}
 
-    def vector_scores(self, query_vector: np.ndarray, n: int) -> list[tuple[str, float]]:
+    def vector_scores(self, query_vector: np.ndarray, n: int, leads_only: bool = False) -> list[tuple[str, float]]:
         if not len(self.chunk_ids):
             return []
-        scores = self.vectors @ query_vector.astype(np.float32)
-        return self._top(scores, n, np.ones(len(scores), dtype=bool))
+        key = query_vector.astype(np.float32).tobytes()
+        last = self._last_scores  # hybrid asks twice per query (passages, then leads): one product
+        if last is None or last[0] != key or last[1] != self.generation:
+            last = self._last_scores = (key, self.generation, self.vectors @ query_vector.astype(np.float32))
+        scores = last[2]
+        return self._top(scores, n, self.leads if leads_only else np.ones(len(scores), dtype=bool))
 
     def keyword_scores(self, terms: list[str], n: int) -> list[tuple[str, float]]:
         total = len(self.chunk_ids)

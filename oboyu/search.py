@@ -7,14 +7,14 @@ import functools
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from .chunking import split_sentences
 from .embedding import Embedder
 from .errors import OboyuError
-from .fusion import convex
+from .fusion import convex_with_files
 from .keywords import match_spans, words
 from .rerank import Reranker
 from .resident import ResidentIndex
@@ -25,7 +25,9 @@ SNIPPET_CHARS = 200
 
 MODES = ("hybrid", "vector", "keyword")
 CANDIDATES = 100  # chunks each leg contributes to fusion
-VECTOR_WEIGHT = 0.5  # hybrid: share of the vector leg in the convex fusion
+# hybrid: three legs of equal weight, each scaled to [0, 1]: passages by meaning, passages by
+# words, and files by the meaning of their first passage (`lead`)
+HYBRID_WEIGHTS = {"vector": 1 / 3, "keyword": 1 / 3, "lead": 1 / 3}
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
 
 
@@ -100,18 +102,21 @@ def search(
         resident = None
     terms = words(query)  # once: for the keyword leg and for every snippet
     legs = rank_chunks(store, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, resident)
-    fused = fuse(legs, mode)
     source: Store | ResidentIndex = resident if resident is not None else store
+    files = source.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
+    fused = fuse(legs, mode, files)
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], source)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
     if group:
-        chosen, others = _best_per_file(source.files_of_chunks, fused, k)
+        chosen, others = _best_per_file(files, fused, k)
     else:
         chosen, others = fused[:k], {}
     hits = source.chunks_by_id([cid for cid, _ in chosen])
-    leg_ranks = {leg: {cid: r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
-    leg_scores = {leg: dict(ranking) for leg, ranking in legs.items()}
+    # a file leg ranks files: a passage shows its file's rank and score there
+    key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
+    leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
+    leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
     results = []
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
@@ -121,8 +126,8 @@ def search(
                 rank=rank, score=round(float(score), 4), path=hit.path, start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
                 snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
-                ranks={leg: ranks.get(cid) for leg, ranks in leg_ranks.items()},
-                leg_scores={leg: _rounded(scores.get(cid)) for leg, scores in leg_scores.items()},
+                ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
+                leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
             )
         )
@@ -142,6 +147,9 @@ def rank_chunks(
     if mode in ("hybrid", "vector"):
         vector = embedder.embed_queries([query])[0]
         legs["vector"] = resident.vector_scores(vector, n) if resident else store.vector_scores(vector, n, filters)
+    if mode == "hybrid":
+        legs["lead"] = resident.vector_scores(vector, n, leads_only=True) if resident else \
+            store.vector_scores(vector, n, filters, leads_only=True)
     if mode in ("hybrid", "keyword"):
         legs["keyword"] = resident.keyword_scores(terms, n) if resident else store.keyword_scores(terms, n, filters)
     return legs
@@ -156,17 +164,17 @@ def rerank(reranker: Reranker, query: str, candidates: list[tuple[str, float]],
     return sorted(zip(ids, map(float, scores)), key=lambda item: -item[1])
 
 
-def fuse(legs: dict[str, list[tuple[str, float]]], mode: str) -> list[tuple[str, float]]:
+def fuse(legs: dict[str, list[tuple[str, float]]], mode: str, files: dict[str, str]) -> list[tuple[str, float]]:
     if mode != "hybrid":
         return list(legs[mode])
-    return convex(legs, {"vector": VECTOR_WEIGHT, "keyword": 1 - VECTOR_WEIGHT})
+    passages = {leg: legs[leg] for leg in ("vector", "keyword")}
+    return convex_with_files(passages, {"lead": legs["lead"]}, files, HYBRID_WEIGHTS)
 
 
 def _best_per_file(
-    files_of: Callable[[list[str]], dict[str, str]], fused: list[tuple[str, float]], k: int
+    files: dict[str, str], fused: list[tuple[str, float]], k: int
 ) -> tuple[list[tuple[str, float]], dict[str, int]]:
     """The best chunk of each of the k best files, and how many more chunks each file had."""
-    files = files_of([cid for cid, _ in fused])
     best: dict[str, tuple[str, float]] = {}
     counts: dict[str, int] = {}
     for cid, score in fused:

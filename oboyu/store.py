@@ -542,9 +542,10 @@ class Store:
 
     # --- search and status -----------------------------------------------------------------
 
-    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None) -> list[tuple[str, float]]:
+    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
+                      leads_only: bool = False) -> list[tuple[str, float]]:
         """The `n` best chunks by cosine (vectors are L2-normalised: the inner product), among
-        the chunks that pass the filters."""
+        the chunks that pass the filters (with `leads_only`, each file's first chunk only)."""
         dim = int(self.get_meta("dimensions") or 0)
         if dim == 0:
             return []
@@ -554,6 +555,9 @@ class Store:
         # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
         literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
         join = "" if where == "TRUE" else "JOIN chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.document_id"
+        if leads_only:
+            join = join or "JOIN chunks c ON c.id = e.chunk_id"
+            where += " AND c.ordinal = 0"
         return self.con.execute(
             f"""
             SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score

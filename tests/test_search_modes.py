@@ -10,7 +10,7 @@ import pytest
 
 from oboyu.cli import _colour, highlight
 from oboyu.evaluate import Query, doc_file_name, evaluate
-from oboyu.fusion import convex, rrf
+from oboyu.fusion import convex, convex_with_files, rrf
 from oboyu.resident import ResidentIndex
 from oboyu.search import make_snippet, search
 from oboyu.store import ChunkRecord, DocumentRecord, Store
@@ -59,6 +59,20 @@ def test_fusion_functions() -> None:
     fused = dict(convex(legs, {"vector": 0.5, "keyword": 0.5}))
     assert fused["a"] == pytest.approx(0.5) and fused["b"] == pytest.approx(0.5 * 0.875)
     assert fused["c"] == pytest.approx(0.5)
+
+
+def test_a_file_leg_lifts_every_passage_of_its_files() -> None:
+    legs = {"vector": [("a1", 0.9), ("b1", 0.8), ("c1", 0.1)], "keyword": [("c1", 12.0), ("b1", 11.0)]}
+    files = {"a0": "a", "a1": "a", "b0": "b", "b1": "b", "c0": "c", "c1": "c", "d0": "d"}
+    leads = [("b0", 0.8), ("d0", 0.7), ("a0", 0.4)]  # each file's first passage: b best, then d, then a
+    fused = dict(convex_with_files(legs, {"lead": leads}, files, {"vector": 1, "keyword": 1, "lead": 1}))
+    # by hand: scaled leads b 1, d 0.75, a 0; passages as in convex, plus their file's lead
+    assert fused["a1"] == pytest.approx(1.0 + 0 + 0)
+    assert fused["b1"] == pytest.approx(0.875 + 0 + 1.0)
+    assert fused["c1"] == pytest.approx(0 + 1.0 + 0)  # file c has no lead score
+    # a file found by its lead alone is a candidate through its lead passage
+    assert fused["d0"] == pytest.approx(0.75) and fused["b0"] == pytest.approx(1.0) and fused["a0"] == 0
+    assert "c0" not in fused
 
 
 def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
@@ -154,6 +168,12 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
 
     assert same(resident.keyword_scores(["猫", "鳥"], 10), store.keyword_scores(["猫", "鳥"], 10))
     assert same(resident.vector_scores(query, 10), store.vector_scores(query, 10))
+    add_document(store, "/corpus/e.txt", [("犬", {"犬": 1}), ("猫", {"猫": 1})])  # two passages: one lead
+    resident.refresh(store)
+    leads = resident.vector_scores(query, 10, leads_only=True)
+    assert same(leads, store.vector_scores(query, 10, leads_only=True))
+    assert "/corpus/e.txt#0" in dict(leads) and "/corpus/e.txt#1" not in dict(leads)
+    assert "/corpus/e.txt#1" in dict(store.vector_scores(query, 10))
     before = resident.generation
     add_document(store, "/corpus/d.txt", [("猫猫猫", {"猫": 3})])
     assert resident.refresh(store).generation != before
