@@ -84,7 +84,13 @@ def search(
         raise OboyuError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if store is None and (resident is None or filters not in (None, Filters())):
         raise OboyuError("a filtered search needs the index file")
-    indexed_with = store.get_meta("model_id") if store is not None else resident.model_id
+    if resident is not None and (filters is None or filters == Filters()):
+        if store is not None:
+            resident.refresh(store)  # reads the generation: the model id comes with the loaded state
+        indexed_with = resident.model_id
+    else:
+        resident = None
+        indexed_with = store.get_meta("model_id")
     if indexed_with is None:
         return []
     if mode in ("hybrid", "vector"):
@@ -95,11 +101,6 @@ def search(
                 f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
                 "run `oboyu index` again to re-embed it"
             )
-    if resident is not None and (filters is None or filters == Filters()):
-        if store is not None:
-            resident.refresh(store)
-    else:
-        resident = None
     terms = words(query)  # once: for the keyword leg and for every snippet
     legs = rank_chunks(store, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, resident)
     source: Store | ResidentIndex = resident if resident is not None else store
