@@ -12,6 +12,7 @@ from .model_build import DEFAULT_MODEL, ensure_default_model
 from .progress import ProgressLine
 from .rerank import Reranker
 
+
 def load_default_embedder(progress: ProgressLine | None = None, on_build_step: Callable[[str], None] | None = None,
                           notify: Callable[[str], None] | None = None) -> Embedder:
     """The default model's embedder; the first call builds the model (43 s measured on 2 cores),
@@ -61,7 +62,6 @@ def load_reranker(wanted: bool | None = None) -> Reranker | None:
     """The newest installed reranker (`oboyu models list` marks them), or None: when none is
     installed, or `wanted` is False. `wanted=True` with none installed is an error."""
     from .catalog import rerankers
-    from .rerank import Reranker
 
     if wanted is False:
         return None

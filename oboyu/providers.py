@@ -153,9 +153,13 @@ class Verdicts:
         return self._read().get(key)
 
     def put(self, key: str, verdict: dict) -> None:
+        """Remember a verdict; a cache dir that cannot be written only means probing again."""
         verdicts = self._read()
         verdicts[key] = verdict
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(verdicts, indent=1), encoding="utf-8")
-        os.replace(temporary, self.path)  # readers see the old file or the new, never half
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(verdicts, indent=1), encoding="utf-8")
+            os.replace(temporary, self.path)  # readers see the old file or the new, never half
+        except OSError:
+            temporary.unlink(missing_ok=True)
