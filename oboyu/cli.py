@@ -421,11 +421,12 @@ def doctor(db: Path | None, as_json: bool, seconds: float) -> None:
     from .doctor import machine_report, self_benchmark
     from .engine import load_embedder
 
-    report = machine_report()
+    path = db or default_db_path()
+    report = machine_report(path)
     if not as_json:
         _print_fields(report)
     notices: list[str] = []
-    embedder = load_embedder(_index_model(db or default_db_path()), progress=ProgressLine(enabled=not as_json),
+    embedder = load_embedder(_index_model(path), progress=ProgressLine(enabled=not as_json),
                              notify=notices.append)
     benchmark = self_benchmark(embedder, seconds) | {"notices": notices}
     if as_json:

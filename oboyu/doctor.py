@@ -7,13 +7,14 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from .embedding import PROBE_TEXTS, Embedder
-from .paths import cache_dir, default_db_path, models_dir
+from .paths import cache_dir, models_dir
 from .providers import choose_here, cpu_description, physical_cores
 
 
-def machine_report() -> dict:
+def machine_report(index: Path) -> dict:
     import onnxruntime as ort
 
     cpu, features = cpu_description()
@@ -30,7 +31,7 @@ def machine_report() -> dict:
         "why": choice.reason,
         "cache": str(cache_dir()),
         "models": str(models_dir()),
-        "index": str(default_db_path()),
+        "index": str(index),
     }
 
 
