@@ -112,6 +112,11 @@ class Embedder:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = physical_cores()
+        # threads spin between operators (the fastest inference here) but stop when a run ends:
+        # left spinning they take both cores from the vector scan and snippets that follow a
+        # query's embedding (measured: hybrid query p50 27 ms -> 17 ms, indexing unchanged)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         model_file = self.model_dir / MODEL_FILE
         fp16 = self.manifest.get("variants", {}).get("fp16")
         if provider in GPU_PROVIDERS and fp16 is not None:

@@ -96,7 +96,8 @@ def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: Progr
 
 
 def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str]) -> list[ModeScores]:
-    """Metrics per mode; the index is held in memory, as a long-lived process would."""
+    """Metrics per mode; the index is held in memory, as a long-lived process would (the store
+    is open read-only throughout, so nothing can change it between queries)."""
     resident = ResidentIndex().refresh(store)
     out = []
     for mode in modes:
@@ -105,7 +106,7 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
         latencies = []
         for q in queries:
             started = time.perf_counter()
-            results = search(store, embedder, q.text, CUTOFF, mode=mode, resident=resident)
+            results = search(None, embedder, q.text, CUTOFF, mode=mode, resident=resident)
             latencies.append(time.perf_counter() - started)
             ranked = [doc_id_of(r.path) for r in results]
             found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]

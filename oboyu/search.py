@@ -235,9 +235,13 @@ def _sentences(text: str) -> tuple[tuple[int, int], ...]:
 
 
 @functools.lru_cache(maxsize=16384)
-def _sentence_features(sentence: str) -> tuple[str, frozenset[str]]:
-    norm = _normalise(sentence)
-    return norm, frozenset(_bigrams(norm))
+def _normalised_sentence(sentence: str) -> str:
+    return _normalise(sentence)
+
+
+@functools.lru_cache(maxsize=16384)
+def _sentence_bigrams(norm: str) -> frozenset[str]:
+    return frozenset(_bigrams(norm))
 
 
 def make_snippet(
@@ -248,15 +252,16 @@ def make_snippet(
     `terms` are the query's words when the caller has them already."""
     term_set = set(words(query) if terms is None else terms)
     spans = _sentences(text) or ((0, len(text)),)
-    wanted = _bigrams(_normalise(query))
+    # substring tests on the normalised sentences: cheap, and MeCab runs once, on the snippet
     substring_terms = [t for t in term_set if len(t) > 1 or not t.isascii()]
-
-    def score(i: int) -> tuple[int, int, int]:
-        # substring tests on the normalised sentence: cheap, and MeCab runs once, on the snippet
-        sentence, grams = _sentence_features(text[spans[i][0] : spans[i][1]])
-        return (sum(1 for t in substring_terms if t in sentence), len(grams & wanted), -i)
-
-    best = max(range(len(spans)), key=score)
+    sentences = [_normalised_sentence(text[a:b]) for a, b in spans]
+    hits = [sum(1 for t in substring_terms if t in sentence) for sentence in sentences]
+    most = max(hits)
+    tied = [i for i, h in enumerate(hits) if h == most]
+    best = tied[0]
+    if len(tied) > 1:  # bigrams only break ties: most sentences never need them
+        wanted = _bigrams(_normalise(query))
+        best = max(tied, key=lambda i: (len(_sentence_bigrams(sentences[i]) & wanted), -i))
     lo = hi = best
     while True:
         grew = False
