@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
+    from .query_tokenizer import QueryTokenizer
     from .tokenization import MecabWordPiece
 
 MANIFEST = "manifest.json"
@@ -163,14 +164,18 @@ class Embedder:
 
     @cached_property
     def pad_id(self) -> int:
+        light = self.query_tokenizer
+        lookup = light.ids.get if light is not None else self.tokenizer.token_to_id
         for token in (self.manifest.get("pad_token"), "<pad>", "[PAD]"):
-            if token is not None and self.tokenizer.token_to_id(token) is not None:
-                return self.tokenizer.token_to_id(token)
+            if token is not None and lookup(token) is not None:
+                return lookup(token)
         return 0
 
     @cached_property
     def closing_id(self) -> int | None:
         """The special token the tokenizer ends a text with (`</s>`, `[SEP]`), kept when truncating."""
+        if self.query_tokenizer is not None:
+            return self.query_tokenizer.eos
         specials = self.tokenizer.encode("").ids
         return specials[-1] if len(specials) >= 2 else None
 
@@ -197,6 +202,17 @@ class Embedder:
         bounds = [0, *cuts, len(text)]
         return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
+    @cached_property
+    def query_tokenizer(self) -> QueryTokenizer | None:
+        """The model's light query tokenizer, when it has one: a one-shot query then never loads
+        the full tokenizer (most of its start-up time and memory)."""
+        name = self.manifest.get("query_tokenizer")
+        if not name or not (self.model_dir / name).is_file():
+            return None
+        from .query_tokenizer import QueryTokenizer
+
+        return QueryTokenizer(self.model_dir / name)
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors; recent queries come from memory (typing back and forth, paging)."""
         model_texts = [self.info.query_prefix + prepare(t) for t in texts]
@@ -206,7 +222,12 @@ class Embedder:
                 self._recent_queries.move_to_end(t)
         missing = list(dict.fromkeys(t for t in model_texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self.embed(missing)))
+            light = self.query_tokenizer
+            if light is not None:
+                vectors = self.embed_ids([self.truncate(light.encode_ids(t)) for t in missing])
+            else:
+                vectors = self.embed(missing)
+            fresh = dict(zip(missing, vectors))
             known.update(fresh)
             with self._query_lock:
                 self._recent_queries.update(fresh)
@@ -226,13 +247,20 @@ class Embedder:
     def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
               session: ort.InferenceSession | None = None) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""
-        out = np.zeros((len(texts), self.info.dimensions), dtype=np.float32)
         if not texts:
+            return np.zeros((0, self.info.dimensions), dtype=np.float32)
+        token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
+        return self.embed_ids(token_ids, token_budget, session)
+
+    def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
+                  session: ort.InferenceSession | None = None) -> np.ndarray:
+        """Embed tokenized texts, in batches of similar length within a token budget."""
+        out = np.zeros((len(token_ids), self.info.dimensions), dtype=np.float32)
+        if not token_ids:
             return out
         if session is None:
             session = self.session
-        token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+        order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
             ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)
             (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})

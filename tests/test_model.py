@@ -83,17 +83,18 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
 
 
 def test_recent_queries_are_embedded_once(embedder: Embedder, monkeypatch) -> None:
-    calls: list[list[str]] = []
-    original = embedder.embed
+    calls: list[list[list[int]]] = []
+    original = embedder.embed_ids
 
-    def counting(texts, *args, **kwargs):
-        calls.append(list(texts))
-        return original(texts, *args, **kwargs)
+    def counting(token_ids, *args, **kwargs):
+        calls.append(list(token_ids))
+        return original(token_ids, *args, **kwargs)
 
-    monkeypatch.setattr(embedder, "embed", counting)
+    monkeypatch.setattr(embedder, "embed_ids", counting)
     first = embedder.embed_queries(["議事録の書き方を確認する会議"])
     again = embedder.embed_queries(["議事録の書き方を確認する会議", "新しい質問"])
-    assert len(calls) == 2 and calls[1] == [embedder.info.query_prefix + "新しい質問"]
+    new = embedder.tokenizer.encode(embedder.info.query_prefix + "新しい質問").ids
+    assert len(calls) == 2 and calls[1] == [new]
     assert np.array_equal(first[0], again[0])
 
 
@@ -105,3 +106,30 @@ def test_a_text_embeds_the_same_whatever_its_batch_mates(embedder: Embedder) -> 
     alone = embedder.embed([text])[0]
     batched = embedder.embed([text, *mates])[0]
     assert float(np.abs(alone - batched).max()) < 1e-5
+
+
+DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
+EDGE_TEXTS = ["", " ", "  a  b  ", "<s>", "a<mask>b", "x </s> y", "🍣🍜寿司", "\t\n改行\r\nと\tタブ", "ＡＢＣ①　ｶﾀｶﾅ  two  spaces",
+              "é è ü ß Å", "寿司 ㍻ ㈱", "====", "▁▁x", "a\u200bb", "<unk><unk>", "query: <pad>", "長い" * 400]
+
+
+def test_the_light_query_tokenizer_equals_the_full_one(embedder: Embedder) -> None:
+    queries = [json.loads(line)["query"] for line in
+               (DEV_SET / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:600]]
+    texts = queries + probe_texts(100, 500, embedder.count_tokens) + EDGE_TEXTS
+    texts += ["query: " + t for t in texts]
+    light = embedder.query_tokenizer
+    assert light is not None
+    full = [e.ids for e in embedder.tokenizer.encode_batch(texts)]
+    # the full tokenizer truncates at the model's limit; the light one leaves that to the caller
+    assert [embedder.truncate(light.encode_ids(t)) for t in texts] == full
+
+
+def test_a_query_does_not_load_the_full_tokenizer(model_dir: Path) -> None:
+    fresh = Embedder(model_dir)
+    vector = fresh.embed_queries(["ファイルの権限を変更する"])[0]
+    assert "tokenizer" not in fresh.__dict__  # the cached property was never computed
+    reference = Embedder(model_dir)
+    expected = reference.embed(["query: ファイルの権限を変更する"])[0]
+    assert "tokenizer" in reference.__dict__
+    assert np.array_equal(vector, expected)
