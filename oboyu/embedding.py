@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    from .query_tokenizer import QueryTokenizer
+    from .light_tokenizer import LightTokenizer
     from .tokenization import MecabWordPiece
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-DEFAULT_TOKEN_BUDGET = 8192  # padded tokens per batch
+DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (benchmarks/README.md)
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
@@ -91,7 +91,14 @@ class Embedder:
         self._query_lock = threading.Lock()
 
     @cached_property
-    def tokenizer(self) -> Tokenizer | MecabWordPiece:
+    def tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
+        """The model's light tokenizer when it has one (the default model: a fifth of the load
+        time, a sixth of the memory), else its tokenizer.json."""
+        light = self.manifest.get("light_tokenizer")
+        if light and (self.model_dir / light).is_file():
+            from .light_tokenizer import LightTokenizer
+
+            return LightTokenizer(self.model_dir / light)
         from .tokenization import load_tokenizer
 
         return load_tokenizer(self.model_dir / TOKENIZER_FILE, self.manifest.get("word_segmenter"))
@@ -164,18 +171,14 @@ class Embedder:
 
     @cached_property
     def pad_id(self) -> int:
-        light = self.query_tokenizer
-        lookup = light.ids.get if light is not None else self.tokenizer.token_to_id
         for token in (self.manifest.get("pad_token"), "<pad>", "[PAD]"):
-            if token is not None and lookup(token) is not None:
-                return lookup(token)
+            if token is not None and self.tokenizer.token_to_id(token) is not None:
+                return self.tokenizer.token_to_id(token)
         return 0
 
     @cached_property
     def closing_id(self) -> int | None:
         """The special token the tokenizer ends a text with (`</s>`, `[SEP]`), kept when truncating."""
-        if self.query_tokenizer is not None:
-            return self.query_tokenizer.eos
         specials = self.tokenizer.encode("").ids
         return specials[-1] if len(specials) >= 2 else None
 
@@ -202,17 +205,6 @@ class Embedder:
         bounds = [0, *cuts, len(text)]
         return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
-    @cached_property
-    def query_tokenizer(self) -> QueryTokenizer | None:
-        """The model's light query tokenizer, when it has one: a one-shot query then never loads
-        the full tokenizer (most of its start-up time and memory)."""
-        name = self.manifest.get("query_tokenizer")
-        if not name or not (self.model_dir / name).is_file():
-            return None
-        from .query_tokenizer import QueryTokenizer
-
-        return QueryTokenizer(self.model_dir / name)
-
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors; recent queries come from memory (typing back and forth, paging)."""
         model_texts = [self.info.query_prefix + prepare(t) for t in texts]
@@ -222,12 +214,7 @@ class Embedder:
                 self._recent_queries.move_to_end(t)
         missing = list(dict.fromkeys(t for t in model_texts if t not in known))
         if missing:
-            light = self.query_tokenizer
-            if light is not None:
-                vectors = self.embed_ids([self.truncate(light.encode_ids(t)) for t in missing])
-            else:
-                vectors = self.embed(missing)
-            fresh = dict(zip(missing, vectors))
+            fresh = dict(zip(missing, self.embed(missing)))
             known.update(fresh)
             with self._query_lock:
                 self._recent_queries.update(fresh)

