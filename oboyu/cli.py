@@ -246,6 +246,8 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
 @click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, or an age like 7d).")
 @click.option("--until", metavar="DATE", help="Only files modified before DATE.")
+@click.option("--root", "roots", multiple=True, metavar="NAME",
+              help="Only files of this indexed folder (its name or path; `oboyu status` lists them); repeatable.")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "keyword"]), default="hybrid", show_default=True,
               help="Meaning (vector), words (keyword), or both fused.")
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
@@ -254,7 +256,7 @@ def _watch(indexer, db: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the best passages with the installed reranker (default: when one is installed).")
 def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, mode: str, by_chunk: bool, explain: bool, from_stdin: bool,
+          since: str | None, until: str | None, roots: tuple[str, ...], mode: str, by_chunk: bool, explain: bool, from_stdin: bool,
           rerank: bool | None) -> None:
     """Search the index."""
     from .engine import load_embedder, load_reranker
@@ -263,8 +265,9 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
 
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
-    filters = make_filters(paths, types, since, until)
     with _open_for_reading(db or default_db_path()) as store:
+        folders = [root.path for root in store.roots_named(list(roots))]
+        filters = make_filters(paths, types, since, until, folders)
         embedder = load_embedder(store.get_meta("model_id"), progress=ProgressLine()) if mode != "keyword" else None
         reranker = load_reranker(rerank)
         if from_stdin:  # the model and the index are loaded once for all the queries

@@ -92,8 +92,8 @@ class Embedder:
 
     @cached_property
     def tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
-        """The model's light tokenizer when it has one (the default model: a fifth of the load
-        time, a sixth of the memory), else its tokenizer.json."""
+        """The model's light tokenizer when it has one (the default model: 0.15 s and 58 MB to
+        load instead of about 0.8 s and 300 MB), else its tokenizer.json."""
         light = self.manifest.get("light_tokenizer")
         if light and (self.model_dir / light).is_file():
             from .light_tokenizer import LightTokenizer

@@ -189,10 +189,11 @@ def _best_per_file(
 
 
 def make_filters(
-    paths: Iterable[str] = (), types: str | Iterable[str] | None = None, since: str | None = None, until: str | None = None
+    paths: Iterable[str] = (), types: str | Iterable[str] | None = None, since: str | None = None, until: str | None = None,
+    folders: Iterable[str] = (),
 ) -> Filters:
-    """Filters from command-line style values: globs, `md,txt`, and dates (`2026-01-31`,
-    an ISO time, or an age such as `7d` / `12h`)."""
+    """Filters from command-line style values: globs, `md,txt`, dates (`2026-01-31`, an ISO
+    time, or an age such as `7d` / `12h`) and indexed folders (their absolute paths)."""
     if isinstance(types, str):
         types = [t for t in (part.strip() for part in types.split(",")) if t]
     return Filters(
@@ -200,6 +201,7 @@ def make_filters(
         types=tuple(types or ()),
         since_ns=parse_time(since) if since else None,
         until_ns=parse_time(until) if until else None,
+        folders=tuple(folders),
     )
 
 

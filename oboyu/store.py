@@ -109,6 +109,7 @@ class Filters:
     types: tuple[str, ...] = ()  # extensions (md, txt) or file types (markdown, html, code)
     since_ns: int | None = None  # file modification time, nanoseconds since the epoch
     until_ns: int | None = None
+    folders: tuple[str, ...] = ()  # absolute folders (indexed roots) the files must be under
 
     def sql(self) -> tuple[str, list]:
         clauses, params = [], []
@@ -132,6 +133,9 @@ class Filters:
         if self.until_ns is not None:
             clauses.append("d.mtime_ns < ?")
             params.append(self.until_ns)
+        if self.folders:
+            clauses.append("(" + " OR ".join("starts_with(d.path, ?)" for _ in self.folders) + ")")
+            params += [folder.rstrip(os.sep) + os.sep for folder in self.folders]
         return (" AND ".join(clauses) or "TRUE"), params
 
 

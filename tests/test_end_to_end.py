@@ -118,6 +118,11 @@ def test_exit_codes_and_one_line_errors(tmp_path: Path, oboyu_env: dict) -> None
     assert oboyu(oboyu_env, "index", str(empty)).returncode == 0
     none = oboyu(oboyu_env, "query", "anything", "--json")
     assert none.returncode == 1 and json.loads(none.stdout) == []
+    by_root = oboyu(oboyu_env, "query", "anything", "--json", "--root", "empty")
+    assert by_root.returncode == 1 and json.loads(by_root.stdout) == []
+    unknown_root = oboyu(oboyu_env, "query", "anything", "--root", "nowhere")
+    assert unknown_root.returncode == 2 and unknown_root.stderr.count("\n") == 1
+    assert "'nowhere' is not an indexed folder (indexed: empty)" in unknown_root.stderr
 
     bad = oboyu(oboyu_env, "index", str(tmp_path / "does-not-exist"))
     assert bad.returncode == 2 and "no such file" in bad.stderr and "Traceback" not in bad.stderr

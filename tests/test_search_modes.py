@@ -12,8 +12,9 @@ from oboyu.cli import _colour, highlight
 from oboyu.evaluate import Query, doc_file_name, evaluate
 from oboyu.fusion import convex, convex_with_files, rrf
 from oboyu.resident import ResidentIndex
-from oboyu.search import make_snippet, search
-from oboyu.store import ChunkRecord, DocumentRecord, Store
+from oboyu.errors import OboyuError
+from oboyu.search import make_filters, make_snippet, search
+from oboyu.store import ChunkRecord, DocumentRecord, Filters, Store
 
 
 def add_document(store: Store, path: str, chunks: list[tuple[str, dict[str, int]]]) -> None:
@@ -181,3 +182,36 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
     in_memory = search(store, None, "猫", k=5, mode="keyword", resident=resident)
     from_tables = search(store, None, "猫", k=5, mode="keyword")
     assert [r.to_json() for r in in_memory] == [r.to_json() for r in from_tables]
+
+
+def test_filters_apply_before_ranking(tmp_path: Path) -> None:
+    day = 86_400 * 10**9
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", 4)
+        store.add_root("/notes", "notes")
+        store.add_root("/work", "work")
+        # more 猫 ranks higher: a (3) > b (2) > c (1)
+        for path, file_type, mtime, n in (("/notes/a.md", "markdown", 10 * day, 3),
+                                          ("/notes/old/b.md", "markdown", day, 2), ("/work/c.txt", "text", 20 * day, 1)):
+            doc = DocumentRecord(path, path.split("/")[1], 1, mtime, path, "utf-8", file_type, None)
+            store.write_documents([(doc, [ChunkRecord(f"{path}#0", 0, "", 1, 1, 0, n, "猫" * n, {"猫": n})],
+                                    np.eye(4, dtype=np.float32)[:1])])
+
+        def found(k: int = 1, **values) -> list[str]:
+            filters = make_filters(**values)
+            return [r.path for r in search(store, None, "猫", k, filters=filters, mode="keyword")]
+
+        assert found() == ["/notes/a.md"]
+        # the best file excluded, the next one still comes back: filters are not a cut of the top k
+        assert found(paths=["*.txt"]) == ["/work/c.txt"]
+        assert found(paths=["!a.md"]) == ["/notes/old/b.md"]
+        assert found(3, paths=["old/*", "*.txt"]) == ["/notes/old/b.md", "/work/c.txt"]
+        assert found(3, types="md") == ["/notes/a.md", "/notes/old/b.md"]
+        assert found(3, types="text") == ["/work/c.txt"]
+        assert found(3, folders=[r.path for r in store.roots_named(["work"])]) == ["/work/c.txt"]
+        assert found(3, folders=["/not"]) == []
+        with pytest.raises(OboyuError, match="not an indexed folder"):
+            store.roots_named(["nowhere"])
+        window = Filters(since_ns=5 * day, until_ns=15 * day)
+        assert [r.path for r in search(store, None, "猫", 3, filters=window, mode="keyword")] == ["/notes/a.md"]
+        assert found(3, since="1970-01-15T00:00+00:00") == ["/work/c.txt"]
