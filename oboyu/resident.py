@@ -74,8 +74,7 @@ class ResidentIndex:
         last = self._last_scores  # hybrid asks twice per query (passages, then leads): one product
         if last is None or last[0] != key or last[1] != self.generation:
             last = self._last_scores = (key, self.generation, self.vectors @ query_vector.astype(np.float32))
-        scores = last[2]
-        return self._top(scores, n, self.leads if leads_only else np.ones(len(scores), dtype=bool))
+        return self._top(last[2], n, self.leads if leads_only else None)
 
     def keyword_scores(self, terms: list[str], n: int) -> list[tuple[str, float]]:
         total = len(self.chunk_ids)
@@ -90,13 +89,16 @@ class ResidentIndex:
             hit[rows] = True
         return self._top(scores, n, hit)
 
-    def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray) -> list[tuple[str, float]]:
-        candidates = np.flatnonzero(eligible)
+    def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray | None) -> list[tuple[str, float]]:
+        """The n best rows among the eligible ones (all when None)."""
+        if eligible is None:
+            candidates = np.argpartition(-scores, n - 1)[:n] if len(scores) > n else np.arange(len(scores))
+        else:
+            candidates = np.flatnonzero(eligible)
+            if len(candidates) > n:
+                candidates = candidates[np.argpartition(-scores[candidates], n - 1)[:n]]
         if not len(candidates):
             return []
-        if len(candidates) > n:
-            part = np.argpartition(-scores[candidates], n - 1)[:n]
-            candidates = candidates[part]
         # best first; ties by chunk id, as the SQL legs order them
         order = sorted(candidates, key=lambda i: (-float(scores[i]), self.chunk_ids[i]))
         return [(self.chunk_ids[i], float(scores[i])) for i in order]
