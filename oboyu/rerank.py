@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedding import MODEL_FILE, TOKENIZER_FILE, prepare, read_manifest
-from .providers import CPU, physical_cores
+from .embedding import MODEL_FILE, TOKENIZER_FILE, pad_token_id, prepare, read_manifest
+from .providers import CPU, cpu_session_options
 
 RERANK_TOKEN_BUDGET = 4096  # padded tokens a batch
 RERANK_MAX_TOKENS = 512  # a pair is cut to this (the passage loses its end), whatever the model allows
@@ -38,17 +38,11 @@ class Reranker:
     def session(self):
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = physical_cores()
-        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), options, providers=[CPU])
+        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), cpu_session_options(), providers=[CPU])
 
     @cached_property
     def pad_id(self) -> int:
-        for token in (self.manifest.get("pad_token"), "<pad>", "[PAD]"):
-            if token is not None and self.tokenizer.token_to_id(token) is not None:
-                return self.tokenizer.token_to_id(token)
-        return 0
+        return pad_token_id(self.tokenizer, self.manifest)
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """One relevance score per passage (higher is more relevant; the model's raw logit). With

@@ -50,10 +50,22 @@ def test_provider_names_and_session_lists() -> None:
     assert session_providers(CUDA)[-1] == CPU and session_providers(COREML)[-1] == CPU
 
 
-def test_threads_are_physical_cores_within_the_affinity() -> None:
+def test_threads_are_physical_cores_within_the_affinity(monkeypatch, tmp_path) -> None:
     import os
 
-    assert 1 <= physical_cores() <= len(os.sched_getaffinity(0))
+    from oboyu import providers
+
+    # 2 sockets x 2 cores x 2 hardware threads: 8 logical CPUs, 4 physical cores
+    blocks = [f"processor\t: {i}\nphysical id\t: {i // 4}\ncore id\t\t: {(i // 2) % 2}\n" for i in range(8)]
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("\n".join(blocks))
+    real_path = providers.Path
+    monkeypatch.setattr(providers, "Path", lambda p: cpuinfo if p == "/proc/cpuinfo" else real_path(p))
+    monkeypatch.setattr(providers.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
+    assert physical_cores() == 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    assert physical_cores() == 3  # a process pinned to 3 CPUs gets 3 threads, not 4
 
 
 class FakeAccelerated:

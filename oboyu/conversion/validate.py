@@ -79,10 +79,13 @@ def gate_failure(report: dict, min_cosine: float = MIN_MEAN_COSINE) -> str | Non
     """Why the candidate must not be installed, or None."""
     if report["mean_cosine"] < min_cosine:
         return f"mean cosine with fp32 {report['mean_cosine']:.6f} < {min_cosine}"
-    retrieval = report["retrieval"]
-    if "recall_at_10" in retrieval and retrieval["recall_at_10"] < retrieval["recall_at_10_fp32"] - MAX_RECALL_DROP:
-        return (f"Recall@10 {retrieval['recall_at_10']:.3f} trails fp32's {retrieval['recall_at_10_fp32']:.3f} "
-                f"by more than {MAX_RECALL_DROP}")
+    return _quality_drop(report["retrieval"], "recall_at_10", "Recall@10")
+
+
+def _quality_drop(retrieval: dict, key: str, label: str) -> str | None:
+    """Why a labelled quality figure fell too far below fp32's, or None (also when unlabelled)."""
+    if key in retrieval and retrieval[key] < retrieval[f"{key}_fp32"] - MAX_RECALL_DROP:
+        return f"{label} {retrieval[key]:.3f} trails fp32's {retrieval[f'{key}_fp32']:.3f} by more than {MAX_RECALL_DROP}"
     return None
 
 
@@ -131,8 +134,4 @@ def compare_rerankers(reference, candidate, retrieval: RetrievalSet, seed: int =
 def reranker_gate_failure(report: dict, min_correlation: float = MIN_MEAN_COSINE) -> str | None:
     if report["score_correlation"] < min_correlation:
         return f"score correlation with fp32 {report['score_correlation']:.6f} < {min_correlation}"
-    retrieval = report["retrieval"]
-    if "accuracy_at_1" in retrieval and retrieval["accuracy_at_1"] < retrieval["accuracy_at_1_fp32"] - MAX_RECALL_DROP:
-        return (f"accuracy@1 {retrieval['accuracy_at_1']:.3f} trails fp32's {retrieval['accuracy_at_1_fp32']:.3f} "
-                f"by more than {MAX_RECALL_DROP}")
-    return None
+    return _quality_drop(report["retrieval"], "accuracy_at_1", "accuracy@1")
