@@ -33,33 +33,36 @@ class ResidentIndex:
         self.model_id = store.get_meta("model_id")
         self._last_scores = None
         self.hits = store.all_chunks()
-        rows = store.con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
-        self.chunk_ids = rows["chunk_id"].astype(object)
-        vectors = rows["vector"]
-        self.vectors = np.stack(vectors).astype(np.float32) if len(vectors) else np.zeros((0, 0), np.float32)
-        row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
-        self.leads = np.zeros(len(self.chunk_ids), dtype=bool)
-        for (cid,) in store.con.execute("SELECT id FROM chunks WHERE ordinal = 0").fetchall():
-            if cid in row_of:
-                self.leads[row_of[cid]] = True
-        lengths = np.zeros(len(self.chunk_ids), dtype=np.float32)
-        for cid, length in store.con.execute("SELECT chunk_id, length FROM kw_lengths").fetchall():
-            if cid in row_of:
-                lengths[row_of[cid]] = length
-        average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
+        con = store.con
+        # rows are chunks in chunk-id order; the joins to them run in SQL, so that millions of
+        # postings come back as three numeric arrays rather than as Python strings
+        rows = "(SELECT chunk_id, (row_number() OVER (ORDER BY chunk_id) - 1)::INTEGER AS row FROM embeddings)"
+        self.chunk_ids = con.execute("SELECT chunk_id FROM embeddings ORDER BY chunk_id").fetchnumpy()["chunk_id"].astype(object)
+        total = len(self.chunk_ids)
+        vectors = con.execute("SELECT vector FROM embeddings ORDER BY chunk_id").fetchnumpy()["vector"]
+        self.vectors = np.stack(vectors).astype(np.float32) if total else np.zeros((0, 0), np.float32)
+        del vectors
+        self.leads = np.zeros(total, dtype=bool)
+        self.leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
+        lengths = np.zeros(total, dtype=np.float32)
+        found = con.execute(f"SELECT r.row, k.length::FLOAT AS length FROM kw_lengths k JOIN {rows} r USING (chunk_id)").fetchnumpy()
+        lengths[found["row"].astype(np.int64)] = found["length"]
+        average = lengths.mean() if total and lengths.mean() > 0 else 1.0
         self.length_norm = (BM25_K1 * (1 - BM25_B + BM25_B * lengths / average)).astype(np.float32)
-        postings = store.con.execute("SELECT term, chunk_id, tf FROM kw_postings ORDER BY term").fetchnumpy()
-        terms = postings["term"]
-        rows_ = np.array([row_of.get(cid, -1) for cid in postings["chunk_id"]], dtype=np.int64)
-        tfs = postings["tf"].astype(np.float32)
-        keep = rows_ >= 0
-        terms, rows_, tfs = terms[keep], rows_[keep], tfs[keep]
+        terms = con.execute("SELECT DISTINCT term FROM kw_postings ORDER BY term").fetchnumpy()["term"]
+        numbered = "(SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS t FROM (SELECT DISTINCT term FROM kw_postings))"
+        postings = con.execute(
+            f"SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN {rows} r USING (chunk_id) JOIN {numbered} n USING (term)"
+        ).fetchnumpy()
+        order = np.argsort(postings["t"], kind="stable")
+        term_of, row_of, tf_of = postings["t"][order], postings["row"][order].astype(np.int64), postings["tf"][order]
+        del postings, order
         self.postings = {}
-        if len(terms):
-            starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
-            ends = np.r_[starts[1:], len(terms)]
+        if len(term_of):
+            starts = np.flatnonzero(np.r_[True, term_of[1:] != term_of[:-1]])
+            ends = np.r_[starts[1:], len(term_of)]
             for start, end in zip(starts, ends):
-                self.postings[terms[start]] = (rows_[start:end], tfs[start:end])
+                self.postings[terms[term_of[start]]] = (row_of[start:end], tf_of[start:end])
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         return {cid: self.hits[cid] for cid in ids if cid in self.hits}
@@ -102,3 +105,9 @@ class ResidentIndex:
         # best first; ties by chunk id, as the SQL legs order them
         order = sorted(candidates, key=lambda i: (-float(scores[i]), self.chunk_ids[i]))
         return [(self.chunk_ids[i], float(scores[i])) for i in order]
+
+
+def _ints(con, sql: str) -> np.ndarray:
+    """The first column of a query, as row numbers."""
+    result = con.execute(sql).fetchnumpy()
+    return next(iter(result.values())).astype(np.int64)
