@@ -5,6 +5,7 @@ instead of two table scans. Reloaded when the index's generation (bumped by ever
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 
 from .store import BM25_B, BM25_K1, SearchHit, Store
@@ -107,7 +108,7 @@ class ResidentIndex:
         return [(self.chunk_ids[i], float(scores[i])) for i in order]
 
 
-def _ints(con, sql: str) -> np.ndarray:
+def _ints(con: duckdb.DuckDBPyConnection, sql: str) -> np.ndarray:
     """The first column of a query, as row numbers."""
     result = con.execute(sql).fetchnumpy()
     return next(iter(result.values())).astype(np.int64)
