@@ -6,8 +6,8 @@ Python loads in 0.15 s into 58 MB, and encodes real chunks faster than `tokenize
 (1.9 against 4.6 ms a chunk of 230 tokens). It follows the tokenizer step for step (the tests
 compare ids and offsets on hundreds of texts): special tokens split out first, the
 per-codepoint normalisation map applied per grapheme as `tokenizers` applies it, runs of spaces
-collapsed, Metaspace `▁` before every word, SentencePiece's Viterbi with the unknown-piece penalty and runs of unknown characters fused
-into one `<unk>`, then `<s> … </s>`.
+collapsed, Metaspace `▁` before every word, SentencePiece's Viterbi with the unknown-piece
+penalty and runs of unknown characters fused into one `<unk>`, then `<s> … </s>`.
 """
 
 from __future__ import annotations

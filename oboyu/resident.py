@@ -38,11 +38,11 @@ class ResidentIndex:
         # rows are chunks in chunk-id order; the joins to them run in SQL, so that millions of
         # postings come back as three numeric arrays rather than as Python strings
         rows = "(SELECT chunk_id, (row_number() OVER (ORDER BY chunk_id) - 1)::INTEGER AS row FROM embeddings)"
-        self.chunk_ids = con.execute("SELECT chunk_id FROM embeddings ORDER BY chunk_id").fetchnumpy()["chunk_id"].astype(object)
+        embeddings = con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
+        self.chunk_ids = embeddings["chunk_id"].astype(object)
         total = len(self.chunk_ids)
-        vectors = con.execute("SELECT vector FROM embeddings ORDER BY chunk_id").fetchnumpy()["vector"]
-        self.vectors = np.stack(vectors).astype(np.float32) if total else np.zeros((0, 0), np.float32)
-        del vectors
+        self.vectors = np.stack(embeddings["vector"]).astype(np.float32) if total else np.zeros((0, 0), np.float32)
+        del embeddings
         self.leads = np.zeros(total, dtype=bool)
         self.leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
         lengths = np.zeros(total, dtype=np.float32)

@@ -327,7 +327,7 @@ class Store:
             return
         with self._transaction():
             self._bump_generation()
-            self._delete_paths(self._indexed([doc.path for doc, _, _ in items]))
+            self._delete_paths([doc.path for doc, _, _ in items])
             now = time.time()
             doc_ids = [r[0] for r in self.con.execute(f"SELECT nextval('document_ids') FROM range({len(items)})").fetchall()]
             docs = [doc for doc, _, _ in items]
@@ -412,21 +412,14 @@ class Store:
         if stats:
             self.con.executemany("UPDATE documents SET size = ?, mtime_ns = ? WHERE path = ?", [(s, m, p) for p, s, m in stats])
 
-    def _indexed(self, paths: list[str]) -> list[str]:
-        """Those of these paths the index holds."""
-        name = self._register(_objects(paths))
-        try:
-            rows = self.con.execute(f"SELECT path FROM documents WHERE path IN (SELECT column0 FROM {name})").fetchall()
-        finally:
-            self.con.unregister(name)
-        return [r[0] for r in rows]
-
     def _delete_paths(self, paths: list[str]) -> None:
-        if not paths:  # each DELETE scans its table (the keyword postings: ~100 rows a chunk)
+        if not paths:
             return
         name = self._register(_objects(paths))
         try:
             ids = f"SELECT id FROM documents WHERE path IN (SELECT column0 FROM {name})"
+            if not self.con.execute(f"SELECT count(*) FROM ({ids})").fetchone()[0]:
+                return  # new files: each DELETE would scan its table (the postings: ~100 rows a chunk)
             chunk_ids = f"SELECT id FROM chunks WHERE document_id IN ({ids})"
             self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN ({chunk_ids})")
             self.con.execute(f"DELETE FROM kw_postings WHERE chunk_id IN ({chunk_ids})")
