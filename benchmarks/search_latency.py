@@ -16,11 +16,13 @@ import statistics
 import time
 from pathlib import Path
 
-from oboyu import keywords, search
-from oboyu.embedding import Embedder
-from oboyu.engine import load_default_embedder
-from oboyu.evaluate import p95, read_queries
-from oboyu.live import LiveIndex
+from oboyu.documents import keywords
+
+from oboyu.search import query as search
+from oboyu.models.embedding import Embedder
+from oboyu.models.loading import load_default_embedder
+from oboyu.search.evaluate import p95, read_queries
+from oboyu.search.live import LiveIndex
 
 DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "shared/eval/dev/manpages-ja/queries.jsonl"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oboyu.embedding import Embedder
-from oboyu.indexer import Indexer
-from oboyu.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
 
 from pdfs import make_pdf  # tests/pdfs.py
 

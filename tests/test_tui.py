@@ -13,9 +13,9 @@ import pytest
 
 from conftest import EXAMPLE_NOTES
 
-from oboyu.embedding import Embedder
-from oboyu.indexer import Indexer
-from oboyu.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
 from oboyu.tui.app import OboyuApp, editor_arguments
 from oboyu.tui.screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen
 from oboyu.tui.widgets import Preview, ResultList
@@ -93,7 +93,7 @@ def test_a_late_answer_never_replaces_a_newer_one(db: Path, embedder: Embedder) 
             await type_query(pilot, "京都")
             newest = app.shown
             older = type(newest)(newest.serial - 1, "カレー", newest.mode, newest.filters)
-            from oboyu.live import Answer
+            from oboyu.search.live import Answer
 
             app._show_answer(older, Answer(results=[]), 0.0)
             assert app.shown is newest

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_NOTES
-from oboyu.embedding import Embedder
-from oboyu.indexer import Indexer
-from oboyu.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
 
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")

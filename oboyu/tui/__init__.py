@@ -6,6 +6,6 @@ from pathlib import Path
 
 
 def run(db_path: Path) -> None:
-    from .app import OboyuApp
+    from oboyu.tui.app import OboyuApp
 
     OboyuApp(db_path).run()

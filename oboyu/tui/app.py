@@ -21,20 +21,20 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 
-from ..decoding import read_text_file
-from ..embedding import Embedder
-from ..engine import load_embedder
-from ..errors import OboyuError
-from ..extract import split_lines
-from ..embedding_cache import EmbeddingCache
-from ..indexer import Indexer, IndexProgress, IndexStats
-from ..keywords import match_spans, words
-from ..live import Answer, IndexSummary, LiveIndex
-from ..search import MODES, Result
-from ..store import Filters
-from .screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
-from .searching import SearchLoop, SearchRequest
-from .widgets import Preview, ResultList, display_path, preview_text
+from oboyu.documents.decoding import read_text_file
+from oboyu.models.embedding import Embedder
+from oboyu.models.loading import load_embedder
+from oboyu.errors import OboyuError
+from oboyu.documents.extract import split_lines
+from oboyu.index.embedding_cache import EmbeddingCache
+from oboyu.index.indexer import Indexer, IndexProgress, IndexStats
+from oboyu.documents.keywords import match_spans, words
+from oboyu.search.live import Answer, IndexSummary, LiveIndex
+from oboyu.search.query import MODES, Result
+from oboyu.index.store import Filters
+from oboyu.tui.screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
+from oboyu.tui.searching import SearchLoop, SearchRequest
+from oboyu.tui.widgets import Preview, ResultList, display_path, preview_text
 
 PREVIEW_MAX_BYTES = 20 * 1024 * 1024
 HIGHLIGHT_LINES = 40  # lines around the passage whose matches are marked in the preview

@@ -15,12 +15,12 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import (Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar,
                              Static)
 
-from ..errors import OboyuError
-from ..indexer import IndexProgress
-from ..live import IndexSummary
-from ..search import make_filters
-from ..store import Filters
-from .widgets import display_path
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import IndexProgress
+from oboyu.search.live import IndexSummary
+from oboyu.search.query import make_filters
+from oboyu.index.store import Filters
+from oboyu.tui.widgets import display_path
 
 
 class HelpScreen(ModalScreen[None]):

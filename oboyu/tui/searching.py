@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..live import Answer, LiveIndex
-from ..store import Filters
+from oboyu.search.live import Answer, LiveIndex
+from oboyu.index.store import Filters
 
 THROTTLE_SECONDS = 0.1
 

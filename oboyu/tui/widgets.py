@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..search import Result
+from oboyu.search.query import Result
 
 MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
 PREVIEW_CONTEXT_LINES = 200  # lines of the file shown around the passage

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from oboyu.model_build import GATE_TEXTS, build_default_model
+from oboyu.models.default.build import GATE_TEXTS, build_default_model
 
 
 def main() -> int:

@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from oboyu.catalog import catalogue_entry
-from oboyu.conversion.pipeline import Options, convert
+from oboyu.models.catalogue import catalogue_entry
+from oboyu.models.convert.pipeline import Options, convert
 from oboyu.errors import OboyuError
 
 

@@ -1,0 +1,198 @@
+"""Finding the files to index: recursive, .gitignore-aware, junk and hidden folders skipped,
+symlinks not followed unless asked, every skipped file reported with its reason."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from oboyu.documents.extract import file_type_for
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+JUNK_DIRS = frozenset(
+    {
+        "node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist", "target",
+        "out", "_build", "htmlcov", "coverage", "bower_components", "vendor", "Pods", "DerivedData",
+    }
+)  # hidden folders (.git, .venv, .tox, .mypy_cache, ...) are skipped by their leading dot
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: Path  # absolute
+    root: Path
+    size: int
+    mtime_ns: int
+    file_type: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: Path
+    reason: str
+
+
+class _IgnoreRules:
+    """The .gitignore files from the root down to one folder; deeper files override."""
+
+    def __init__(self, layers: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...] = ()):
+        self.layers = layers
+
+    def descend(self, folder: Path) -> _IgnoreRules:
+        gitignore = folder / ".gitignore"
+        try:
+            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return self
+        return _IgnoreRules(self.layers + ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),))
+
+    @classmethod
+    def above(cls, root: Path) -> _IgnoreRules:
+        """Rules of the .gitignore files above `root` inside its git repository, if any."""
+        parents = []
+        for folder in root.parents:
+            parents.append(folder)
+            if (folder / ".git").exists():
+                break
+        else:
+            return cls()
+        rules = cls()
+        for folder in reversed(parents):
+            rules = rules.descend(folder)
+        return rules
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        for base, spec in reversed(self.layers):
+            rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+            result = spec.check_file(rel).include
+            if result is not None:
+                return result
+        return False
+
+
+def crawl(
+    roots: list[Path], follow_symlinks: bool = False, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[FileEntry | Skipped]:
+    """Yield the indexable files under `roots` and the files skipped, with reasons."""
+    for root in roots:
+        root = Path(os.path.abspath(root))
+        try:
+            info = root.stat()
+        except OSError as exc:
+            yield Skipped(root, f"cannot read: {exc.strerror or exc}")
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            rules = _IgnoreRules.above(root).descend(root)
+            yield from _walk(root, root, rules, follow_symlinks, max_bytes, set(), set())
+        else:
+            yield _check_file(root, root, info, max_bytes)  # a file given by name is its own root
+
+
+def crawl_part(root: Path, part: Path, follow_symlinks: bool = False,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[FileEntry | Skipped]:
+    """Like crawl([root]) but only below `part` (a folder or file inside `root`): the files an
+    update of that part must see, under the same rules (.gitignore files from the root down,
+    hidden and junk folders). A part that is gone, hidden or ignored yields nothing."""
+    root, part = Path(os.path.abspath(root)), Path(os.path.abspath(part))
+    if part == root:
+        yield from crawl([root], follow_symlinks, max_bytes)
+        return
+    rules = _IgnoreRules.above(root).descend(root)
+    folder = root
+    for name in part.relative_to(root).parts:
+        path = folder / name
+        try:
+            if path.is_symlink() and not follow_symlinks:
+                return
+            is_dir = path.is_dir()
+        except OSError:
+            return
+        if name.startswith(".") or rules.ignored(path, is_dir) or (is_dir and _is_junk(name)):
+            return
+        if path != part:
+            rules = rules.descend(path)
+        folder = path
+    try:
+        info = part.stat()
+    except OSError:
+        return  # gone: the caller drops what the index had there
+    if stat.S_ISDIR(info.st_mode):
+        yield from _walk(part, root, rules.descend(part), follow_symlinks, max_bytes, set(), set())
+    else:
+        yield _check_file(part, root, info, max_bytes)
+
+
+def _is_junk(name: str) -> bool:
+    return name in JUNK_DIRS or name.endswith(".egg-info")
+
+
+def _walk(
+    folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
+    seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
+) -> Iterator[FileEntry | Skipped]:
+    try:
+        folder_stat = folder.stat()
+        key = (folder_stat.st_dev, folder_stat.st_ino)
+        if key in seen_dirs:  # a symlink loop, or a folder linked from elsewhere in the tree
+            yield Skipped(folder, "folder already visited through another path (symlink)")
+            return
+        seen_dirs.add(key)
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        yield Skipped(folder, f"cannot read folder: {exc.strerror or exc}")
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_link = entry.is_symlink()
+            if is_link and not follow:
+                continue  # symlinks are not followed unless asked
+            is_dir = entry.is_dir()  # follows the link when we were asked to
+        except OSError as exc:
+            yield Skipped(path, f"cannot read: {exc.strerror or exc}")
+            continue
+        if entry.name.startswith("."):
+            continue
+        if rules.ignored(path, is_dir):
+            continue
+        if is_dir:
+            if _is_junk(entry.name):
+                continue
+            yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
+            continue
+        try:
+            info = entry.stat()
+        except OSError as exc:
+            yield Skipped(path, "broken symlink" if is_link else f"cannot read: {exc.strerror or exc}")
+            continue
+        if follow:  # with links followed, one file may be reached by several paths
+            key = (info.st_dev, info.st_ino)
+            if key in seen_files:
+                yield Skipped(path, "same file as another path (symlink)")
+                continue
+            seen_files.add(key)
+        yield _check_file(path, root, info, max_bytes)
+
+
+def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) -> FileEntry | Skipped:
+    if not stat.S_ISREG(info.st_mode):
+        return Skipped(path, "not a regular file")
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return Skipped(path, "file name is not valid UTF-8")
+    file_type = file_type_for(path)
+    if file_type is None:
+        return Skipped(path, "unsupported file type")
+    if info.st_size > max_bytes:
+        return Skipped(path, size_cap_reason(max_bytes))
+    return FileEntry(path, root, info.st_size, info.st_mtime_ns, file_type)
+
+
+def size_cap_reason(max_bytes: int) -> str:
+    return f"larger than the {max_bytes / (1024 * 1024):g} MB size cap"

@@ -1,0 +1,163 @@
+"""Bytes to text: BOMs, strict UTF-8, then the Japanese legacy encodings chosen by evidence.
+
+Shift-JIS (cp932), EUC-JP and ISO-2022-JP often all decode the same bytes without error; the one
+that yields ordinary Japanese (hiragana, katakana, common kanji) wins, not the first to succeed.
+EUC-JP katakana decoded as cp932, for instance, comes out as half-width katakana and rare kanji,
+which the score below punishes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from dataclasses import dataclass
+
+from oboyu.errors import OboyuError
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_JAPANESE_LEGACY = ("cp932", "euc_jp", "euc_jis_2004")  # on a tie the first wins
+MIN_JAPANESE_SCORE = 0.4  # per non-ASCII character; below it, more likely another encoding
+MAX_INVALID_UTF8 = 0.001  # share of bad bytes a UTF-8 file may have (a truncated last character)
+_ISO2022_KANJI_IN = (b"\x1b$B", b"\x1b$@", b"\x1b$(D", b"\x1b$(Q")
+
+
+class UndecodableError(OboyuError):
+    pass
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode file bytes; raises UndecodableError when no encoding fits."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return Decoded(data[len(bom) :].decode(name.replace("-sig", "")), name)
+            except UnicodeDecodeError as exc:
+                raise UndecodableError(f"invalid {name} after its byte-order mark") from exc
+    # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its kanji-in escapes first
+    if b"\x1b$" in data and any(esc in data for esc in _ISO2022_KANJI_IN) and max(data) < 0x80:
+        try:
+            return Decoded(data.decode("iso2022_jp_ext"), "iso2022_jp")
+        except UnicodeDecodeError:
+            pass
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    best = _best_japanese(data)
+    if best is not None:
+        return best
+    for guess in (_mostly_utf8, _western):
+        found = guess(data)
+        if found is not None:
+            return found
+    return _detect(data)
+
+
+def _western(data: bytes) -> Decoded | None:
+    """cp1252 (a superset of Latin-1) when the text is mostly ASCII letters with some accented
+    ones, as in French or German; short samples defeat statistical detectors."""
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    letters = [ch for ch in text if ch.isalpha()]
+    accented = sum(1 for ch in letters if "\u00c0" <= ch <= "\u00ff")
+    other = sum(1 for ch in text if ord(ch) >= 0x80 and not ("\u00a0" <= ch <= "\u00ff" or ch in "’‘“”–—…€"))
+    if letters and other == 0 and accented <= 0.3 * len(letters):
+        return Decoded(text, "cp1252")
+    return None
+
+
+def _mostly_utf8(data: bytes) -> Decoded | None:
+    """UTF-8 with a few bad bytes (a cut-off last character, a stray byte): keep the text."""
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+    if bad <= max(1, len(data) * MAX_INVALID_UTF8):
+        return Decoded(text, "utf-8 (invalid bytes replaced)")
+    return None
+
+
+def _best_japanese(data: bytes) -> Decoded | None:
+    candidates = []
+    for name in _JAPANESE_LEGACY:
+        try:
+            text = data.decode(name)
+        except UnicodeDecodeError:
+            continue
+        candidates.append((japanese_score(text), name, text))
+    if not candidates:
+        return None
+    score, name, text = max(candidates, key=lambda c: c[0])
+    if score < MIN_JAPANESE_SCORE:
+        return None
+    return Decoded(text, name)
+
+
+def japanese_score(text: str) -> float:
+    """How much a text's non-ASCII characters look like ordinary Japanese, per character
+    (1 for kana; negative for mojibake). ASCII is evidence of nothing, except control codes."""
+    score, counted = 0.0, 0
+    for ch in text:
+        cp = ord(ch)
+        if cp < 0x80:
+            if not (ch.isprintable() or ch in "\t\r\n\x0c"):
+                score -= 1.0
+                counted += 1
+            continue
+        counted += 1
+        if 0x3040 <= cp <= 0x309F or 0x30A0 <= cp <= 0x30FF:  # hiragana, katakana
+            score += 1.0
+        elif 0x3000 <= cp <= 0x303F or 0xFF01 <= cp <= 0xFF60:  # CJK punctuation, full-width forms
+            score += 0.8
+        elif 0x4E00 <= cp <= 0x9FFF:
+            score += 0.9 if _is_common_kanji(ch) else -0.3
+        elif 0xFF61 <= cp <= 0xFF9F:  # half-width katakana: legitimate, but also typical of mojibake
+            score += 0.3
+        elif 0xE000 <= cp <= 0xF8FF or 0x80 <= cp <= 0x9F:  # private use, C1 controls
+            score -= 2.0
+        else:
+            score -= 0.2
+    return score / counted if counted else 0.0
+
+
+def _is_common_kanji(ch: str) -> bool:
+    """JIS X 0208 level-1 kanji (the ~3,000 everyday ones): EUC-JP lead byte 0xB0-0xCF."""
+    try:
+        lead = ch.encode("euc_jp")[0]
+    except UnicodeEncodeError:
+        return False
+    return 0xB0 <= lead <= 0xCF
+
+
+def _detect(data: bytes) -> Decoded:
+    from charset_normalizer import from_bytes
+
+    match = from_bytes(data).best()
+    if match is None or match.encoding is None:
+        raise UndecodableError("no text encoding fits these bytes")
+    return Decoded(str(match), match.encoding)
+
+
+def read_text_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> str:
+    """A file's text, decoded as the indexer decodes it; errors say why in one line."""
+    try:
+        flags = os.O_RDONLY | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(os.open(path, flags), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise OboyuError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise OboyuError(f"{path} is larger than {max_bytes // (1024 * 1024)} MB")
+    return decode(data).text

@@ -1,0 +1,528 @@
+"""Indexing: compare the disk with the index, then read, decode, extract and chunk in a reader
+thread while the main thread embeds (reusing the embedding cache) and stores, several files per
+batch so the model sees full, length-sorted batches.
+
+The comparison trusts size and modification time, so an unchanged file is never opened; a file
+whose stat changed is hashed and re-embedded only when its content did. A new file with the
+content of a file that went away is a rename: its rows move, nothing is embedded. Every file's
+rows change in one transaction, and a file that fails anywhere before storing is skipped with its
+reason. Given a path rather than an open Store, the indexer opens the index only for each write,
+so queries from other processes get in between; a lock file keeps to one indexer per index.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl_part, size_cap_reason
+from oboyu.documents.decoding import UndecodableError, decode
+from oboyu.models.embedding import Embedder
+from oboyu.index.embedding_cache import EmbeddingCache
+from oboyu.errors import OboyuError
+from oboyu.documents.extract import Extracted, extract, file_type_for
+from oboyu.index.lock import IndexLock
+from oboyu.documents.keywords import term_counts
+from oboyu.paths import is_within
+from oboyu.documents.pdf import PdfSkipped, extract_pdf
+from oboyu.progress import ProgressLine, format_duration
+from oboyu.index.store import ChunkRecord, DocumentRecord, Move, Root, Store, StoredFile, chunk_id, keyword_text, open_for_reading
+
+EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
+QUEUE_FILES = 64
+
+
+@dataclass
+class IndexStats:
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    chunks: int = 0  # embedded by the model in this run
+    reused: int = 0  # vectors taken from the embedding cache
+    skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
+    seconds: float = 0.0
+    stopped: bool = False  # asked to stop before the end; what was stored is complete per file
+
+    def summary(self) -> str:
+        line = (
+            f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
+            f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
+            f"{self.chunks} chunks embedded, {self.reused} reused from the cache"
+        )
+        return line + (" (stopped early)" if self.stopped else "")
+
+
+@dataclass
+class IndexProgress:
+    files_done: int
+    files_total: int
+    chunks: int
+    rate: float  # chunks per second
+    eta: float  # seconds
+
+    def line(self) -> str:
+        return (
+            f"indexing {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
+            f"{self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+        )
+
+
+@dataclass
+class Plan:
+    """What an update would change; `Indexer.plan` computes it without writing anything."""
+
+    added: list[FileEntry] = field(default_factory=list)
+    changed: list[tuple[FileEntry, StoredFile]] = field(default_factory=list)  # stat differs; maybe not content
+    removed: list[str] = field(default_factory=list)
+    renamed: list[Move] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.renamed)
+
+
+@dataclass(frozen=True)
+class _Part:
+    root: Root
+    path: Path  # the root's folder, or a folder or file inside it
+
+
+@dataclass
+class _Prepared:
+    entry: FileEntry
+    document: DocumentRecord
+    chunks: list[Chunk]
+    pages: list[tuple[int | None, int | None]]
+    terms: list[Counter[str]]  # keyword index terms of each chunk
+    is_new: bool
+
+
+class _Touched:
+    """A file whose stat changed but whose content did not."""
+
+    def __init__(self, entry: FileEntry):
+        self.entry = entry
+
+
+def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
+    """What the model reads for a chunk: its title and heading path (cut to CONTEXT_CHARS, which
+    chunk sizes leave room for), then its text."""
+    context = chunk.heading
+    if document.title and not context.startswith(document.title):
+        context = f"{document.title} > {context}" if context else document.title
+    if len(context) > CONTEXT_CHARS:
+        context = context[: CONTEXT_CHARS - 1] + "…"
+    return f"{context}\n{chunk.text}" if context else chunk.text
+
+
+def looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
+        return False
+    return b"\x00" in head
+
+
+def sha256_of(path: Path, max_bytes: int) -> str | None:
+    """The content hash of a file, or None when it cannot be read or is over the cap."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest() if len(data) <= max_bytes else None
+
+
+class Indexer:
+    def __init__(self, index: Store | Path, embedder: Embedder, progress: ProgressLine | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
+                 on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None,
+                 cache: EmbeddingCache | None = None, full: bool = False,
+                 open_writer: Callable[[], contextlib.AbstractContextManager[Store]] | None = None):
+        """`index` is an open Store (held for the run) or the index file's path, opened for each
+        write (by `open_writer` when given: a long-lived process that also reads the file).
+        `on_progress` hears of each step; setting `stop` ends the run after the batch in hand.
+        `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
+        self.index_path = index.path if isinstance(index, Store) else Path(index)
+        self._store = index if isinstance(index, Store) else None
+        if self._store is not None:
+            self._open: Callable[[], contextlib.AbstractContextManager[Store]] = lambda: contextlib.nullcontext(index)
+        else:
+            self._open = open_writer or (lambda: contextlib.closing(Store.open_writer(self.index_path)))
+        self.embedder = embedder
+        self.progress = progress or ProgressLine(enabled=False)
+        self.max_bytes = max_bytes
+        self.follow_symlinks = follow_symlinks
+        self.on_progress = on_progress
+        self.stop = stop or threading.Event()
+        self.cache = cache
+        self.full = full
+        self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+
+    # --- what callers ask ----------------------------------------------------------------------
+
+    def index(self, paths: Iterable[Path], name: str | None = None) -> IndexStats:
+        """Index files and folders: a path outside every root becomes a root (named `name`, or
+        its folder's name); a path inside one updates that part of it."""
+        paths = list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths))
+        if name is not None and len(paths) != 1:
+            raise OboyuError("a name goes with exactly one folder")
+
+        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
+            parts = []
+            for path in paths:
+                root = store.root_containing(str(path))
+                if root is not None and root.path == str(path) and not path.exists():
+                    stats.removed += store.remove_root(root.path)  # a root deleted from disk leaves
+                    continue
+                if root is None and not path.exists():
+                    stats.skipped.append(Skipped(path, "no such file or folder"))
+                    continue
+                is_root = root is not None and root.path == str(path)
+                if root is None or is_root and (name or self.follow_symlinks and not root.follow_symlinks):
+                    root = store.add_root(str(path), name, self.follow_symlinks or is_root and root.follow_symlinks)
+                parts.append(_Part(root, path))
+            return parts
+
+        return self._run(parts_of)
+
+    def update(self, names: Iterable[str] = ()) -> IndexStats:
+        """Update every root (or those named: names or paths). A root missing from disk (an
+        unmounted drive) keeps its rows and is reported; `remove` drops it."""
+        return self._run(lambda store, stats: self._root_parts(store, names, stats))
+
+    def update_paths(self, paths: Iterable[Path]) -> IndexStats:
+        """Bring these paths (files or folders, present or gone) up to date: what a watcher
+        calls with the paths that changed. Paths outside every root are ignored."""
+
+        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
+            roots = store.list_roots()
+            parts = []
+            for path in _outermost(Path(os.path.abspath(p)) for p in paths):
+                root = next((r for r in roots if is_within(str(path), r.path)), None)
+                # a root gone from disk (an unmounted drive) keeps its rows, as in update()
+                if root is not None and os.path.exists(root.path):
+                    parts.append(_Part(root, path))
+            return parts
+
+        return self._run(parts_of)
+
+    def _run(self, parts_of: Callable[[Store, IndexStats], list[_Part]]) -> IndexStats:
+        """Under the indexer lock: choose the parts to compare, plan, apply."""
+        with IndexLock(self.index_path):
+            stats = IndexStats()
+            started = time.perf_counter()
+            with self._open() as store:
+                store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+                parts = parts_of(store, stats)
+                stored = self._stored(store, parts)
+            # opened per write, the file is closed while the disk is walked and hashed: readers get in
+            self._apply(self._plan(stored, parts, hash_changed=False), stats)
+            stats.seconds = time.perf_counter() - started
+            return stats
+
+    def plan(self, names: Iterable[str] = ()) -> Plan:
+        """What `update(names)` would change, content hashes compared; writes nothing."""
+        with open_for_reading(self.index_path) if self._store is None else contextlib.nullcontext(self._store) as store:
+            stats = IndexStats()
+            parts = self._root_parts(store, names, stats)
+            stored = self._stored(store, parts)
+        plan = self._plan(stored, parts, hash_changed=True)
+        plan.missing_roots = stats.missing_roots
+        return plan
+
+    def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[_Part]:
+        names = list(names)
+        if names:
+            roots = store.roots_named(names)
+        else:
+            roots = store.list_roots()
+            if not roots:
+                raise OboyuError("no folders are indexed yet; run `oboyu index PATH` first")
+        parts = []
+        for root in roots:
+            if os.path.exists(root.path):
+                parts.append(_Part(root, Path(root.path)))
+            else:
+                stats.missing_roots.append(root)
+        return parts
+
+    # --- comparing the disk with the index -------------------------------------------------------
+
+    @staticmethod
+    def _stored(store: Store, parts: list[_Part]) -> dict[str, StoredFile]:
+        stored: dict[str, StoredFile] = {}
+        for part in parts:
+            stored.update(store.files_under(str(part.path)))
+        return stored
+
+    def _plan(self, stored: dict[str, StoredFile], parts: list[_Part], hash_changed: bool) -> Plan:
+        """Compare the disk under `parts` with what the index holds there (`stored`)."""
+        plan = Plan()
+        found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
+        skipped: dict[str, Skipped] = {}
+        for part in parts:
+            follow = part.root.follow_symlinks
+            for item in crawl_part(Path(part.root.path), part.path, follow, self.max_bytes):
+                if isinstance(item, Skipped):
+                    skipped.setdefault(str(item.path), item)
+                else:
+                    found.setdefault(str(item.path), item)
+        plan.skipped = list(skipped.values())
+        gone = {path: stored[path] for path in stored if path not in found}
+        for path, entry in found.items():
+            previous = stored.get(path)
+            if previous is None:
+                plan.added.append(entry)
+            elif self.full:
+                plan.changed.append((entry, previous))
+            elif (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
+                plan.unchanged += 1
+            elif hash_changed and sha256_of(entry.path, self.max_bytes) == previous.sha256:
+                plan.unchanged += 1  # touched, not changed
+            else:
+                plan.changed.append((entry, previous))
+        if gone and plan.added and not self.full:
+            self._find_renames(plan, gone)
+        plan.removed = sorted(gone)
+        return plan
+
+    def _find_renames(self, plan: Plan, gone: dict[str, StoredFile]) -> None:
+        """New files with the content of files that went away; hashed only when sizes match."""
+        by_content: dict[tuple[int, str, str], list[str]] = {}
+        types = {path: file_type_for(Path(path)) for path in gone}
+        sizes = {info.size for info in gone.values()}
+        for path, info in gone.items():
+            by_content.setdefault((info.size, info.sha256, types[path]), []).append(path)
+        still_new = []
+        for entry in plan.added:
+            match = None
+            if entry.size in sizes:
+                sha = sha256_of(entry.path, self.max_bytes)
+                candidates = by_content.get((entry.size, sha or "", entry.file_type))
+                if candidates:
+                    match = candidates.pop()
+            if match is None:
+                still_new.append(entry)
+            else:
+                del gone[match]
+                plan.renamed.append(Move(match, str(entry.path), str(entry.root), entry.size, entry.mtime_ns))
+        plan.added = still_new
+
+    # --- changing the index ---------------------------------------------------------------------
+
+    def _apply(self, plan: Plan, stats: IndexStats) -> None:
+        stats.skipped.extend(plan.skipped)
+        stats.unchanged += plan.unchanged
+        if plan.renamed or plan.removed:
+            with self._open() as store:
+                store.move_documents(plan.renamed)
+                store.delete_paths(plan.removed)
+            stats.renamed += len(plan.renamed)
+            stats.removed += len(plan.removed)
+        todo = [(entry, None) for entry in plan.added] + list(plan.changed)
+        self._process(todo, stats)
+
+    def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
+        if not todo:
+            return
+        total_bytes = sum(e.size for e, _ in todo) or 1
+        indexed_before = {str(e.path) for e, previous in todo if previous is not None}
+        work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
+        errors: list[BaseException] = []
+        reader_stop = threading.Event()
+
+        def reader() -> None:
+            try:
+                for entry, previous in todo:
+                    if reader_stop.is_set():
+                        return
+                    work.put(self._prepare(entry, previous))
+            except BaseException as exc:  # surfaced in the main thread
+                errors.append(exc)
+            finally:
+                work.put(None)
+
+        thread = threading.Thread(target=reader, name="oboyu-reader", daemon=True)
+        thread.start()
+        started = time.perf_counter()
+        done_files = done_bytes = 0
+        pending: list[_Prepared] = []
+        touched: list[FileEntry] = []
+        unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
+        pending_chunks = 0
+        finished = False
+        try:
+            while not finished:
+                if self.stop.is_set():
+                    stats.stopped = True
+                    break
+                item = work.get()
+                batch_ready = False
+                if item is None:
+                    finished = True
+                    batch_ready = True
+                elif isinstance(item, Skipped):
+                    stats.skipped.append(item)
+                    done_files += 1
+                    if str(item.path) in indexed_before:
+                        unreadable.append(str(item.path))
+                elif isinstance(item, _Touched):
+                    touched.append(item.entry)
+                    done_files += 1
+                    done_bytes += item.entry.size
+                else:
+                    pending.append(item)
+                    pending_chunks += len(item.chunks)
+                    batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
+                if batch_ready and (pending or touched or unreadable):
+                    self._embed_and_store(pending, touched, unreadable, stats)
+                    done_files += len(pending)
+                    done_bytes += sum(p.entry.size for p in pending)
+                    pending, touched, unreadable, pending_chunks = [], [], [], 0
+                elapsed = time.perf_counter() - started
+                rate = stats.chunks / elapsed if elapsed > 0 else 0.0
+                eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
+                step = IndexProgress(done_files, len(todo), stats.chunks + stats.reused, rate, eta)
+                self.progress.update(step.line())
+                if self.on_progress is not None:
+                    self.on_progress(step)
+            if stats.stopped and (touched or unreadable):  # finished work is kept
+                self._embed_and_store([], touched, unreadable, stats)
+        finally:
+            reader_stop.set()
+            while thread.is_alive():  # let a blocked reader finish
+                try:
+                    work.get_nowait()
+                except queue.Empty:
+                    thread.join(0.05)
+            self.progress.clear()
+        if errors:
+            raise errors[0]
+
+    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | Skipped:
+        path = entry.path
+        try:
+            with open(path, "rb") as handle:
+                # the stat of what we read: a file changed while being read looks changed next run
+                before = os.fstat(handle.fileno())
+                data = handle.read(self.max_bytes + 1)
+        except OSError as exc:
+            return Skipped(path, f"cannot read: {exc.strerror or exc}")
+        if len(data) > self.max_bytes:
+            return Skipped(path, size_cap_reason(self.max_bytes))
+        entry = FileEntry(entry.path, entry.root, before.st_size, before.st_mtime_ns, entry.file_type)
+        sha = hashlib.sha256(data).hexdigest()
+        if previous is not None and previous.sha256 == sha and not self.full:
+            return _Touched(entry)
+        try:
+            extracted, encoding = self._extract(entry, data)
+            chunks = self.chunker.chunk(extracted)
+        except _Skip as exc:
+            return Skipped(path, str(exc))
+        except Exception as exc:  # one malformed file must not stop the run
+            return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
+        document = DocumentRecord(
+            path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
+            encoding=encoding, file_type=entry.file_type, title=extracted.title,
+        )
+        pages = [_pages_of(extracted, c) for c in chunks]
+        terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
+        return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None)
+
+    def _extract(self, entry: FileEntry, data: bytes) -> tuple[Extracted, str]:
+        if entry.file_type == "pdf":
+            try:
+                return extract_pdf(data), "pdf"
+            except PdfSkipped as exc:
+                raise _Skip(str(exc)) from exc
+        if looks_binary(data):
+            raise _Skip("binary file")
+        try:
+            decoded = decode(data)
+        except UndecodableError as exc:
+            raise _Skip(f"cannot decode: {exc}") from exc
+        return extract(decoded.text, entry.file_type), decoded.encoding
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray, int, int]:
+        """Vectors of these passages, from the cache where it has them; (vectors, embedded, reused)."""
+        model_texts = [self.embedder.passage_text(t) for t in texts]
+        if self.cache is None:
+            return self.embedder.embed(model_texts), len(texts), 0
+        fingerprint = self.embedder.info.fingerprint
+        keys = [EmbeddingCache.key(fingerprint, t) for t in model_texts]
+        known = self.cache.get_many(keys, self.embedder.info.dimensions)
+        missing = list(dict.fromkeys(k for k in keys if k not in known))  # repeated texts embed once
+        if missing:
+            text_of = dict(zip(keys, model_texts))
+            vectors = self.embedder.embed([text_of[k] for k in missing])
+            fresh = list(zip(missing, vectors))
+            self.cache.put_many(self.embedder.info.model_id, fresh)
+            known.update(fresh)
+        vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, self.embedder.info.dimensions), np.float32)
+        return vectors, len(missing), len(keys) - len(missing)
+
+    def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
+                         stats: IndexStats) -> None:
+        texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
+        vectors, embedded, reused = self._embed(texts)
+        items, offset = [], 0
+        for p in prepared:
+            n = len(p.chunks)
+            records = [
+                ChunkRecord(chunk_id(p.document.path, c.start_char, c.end_char, c.text), c.ordinal, c.heading,
+                            c.start_line, c.end_line, c.start_char, c.end_char, c.text, dict(terms), pages[0], pages[1])
+                for c, terms, pages in zip(p.chunks, p.terms, p.pages)
+            ]
+            items.append((p.document, records, vectors[offset : offset + n]))
+            offset += n
+        with self._open() as store:
+            store.write_documents(items)
+            store.update_file_stats([(str(e.path), e.size, e.mtime_ns) for e in touched])
+            store.delete_paths(unreadable)
+        stats.chunks += embedded
+        stats.reused += reused
+        stats.unchanged += len(touched)
+        stats.removed += len(unreadable)
+        for p in prepared:
+            if p.is_new:
+                stats.added += 1
+            else:
+                stats.changed += 1
+
+
+class _Skip(Exception):
+    """A file to skip, with the reason as message."""
+
+
+def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | None]:
+    if not extracted.page_starts:
+        return None, None
+    first = bisect.bisect_right(extracted.page_starts, chunk.start_char)
+    last = bisect.bisect_right(extracted.page_starts, max(chunk.start_char, chunk.end_char - 1))
+    return first, last
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """The paths not inside another of them."""
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(is_within(str(path), str(o)) for o in out):
+            out.append(path)
+    return out

@@ -1,0 +1,195 @@
+"""`oboyu mcp`: a Model Context Protocol server so AI assistants can search the index.
+
+Tools: `search`, `read` and `status`; `index` only with `--allow-index`, and only inside folders
+already indexed (it updates the index; no tool deletes or changes a file). `read` serves only files that are in the index
+and whose real path (symlinks and `..` resolved) lies inside the real path of their root. The
+index is opened per call, read-only, so `oboyu index` can run between calls. The HTTP transport
+binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oboyu.documents.decoding import read_text_file
+from oboyu.models.embedding import Embedder
+from oboyu.documents.extract import split_lines
+from oboyu.errors import OboyuError
+from oboyu.paths import is_within
+from oboyu.search.resident import ResidentIndex
+from oboyu.search.query import make_filters, search
+from oboyu.index.store import open_for_reading
+
+MAX_QUERY_CHARS = 1000
+MAX_K = 50
+MAX_READ_LINES = 2000
+MAX_READ_CHARS = 200_000
+MAX_READ_FILE_BYTES = 20 * 1024 * 1024
+MAX_HTTP_BODY = 64 * 1024
+
+
+class RefusedError(OboyuError):
+    """A request the server will not serve; the message says why."""
+
+
+@dataclass
+class OboyuTools:
+    """What the MCP tools do, callable without a server (tests, scripts)."""
+
+    db_path: Path
+    embedder: Embedder
+    allow_index: bool = False
+    resident: ResidentIndex = field(default_factory=ResidentIndex)  # reloaded when the index changes
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
+               type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
+        if not query.strip():
+            raise RefusedError("query is empty")
+        if len(query) > MAX_QUERY_CHARS:
+            raise RefusedError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        if not 1 <= k <= MAX_K:
+            raise RefusedError(f"k must be between 1 and {MAX_K}")
+        filters = make_filters([path] if path else [], type, since)
+        with open_for_reading(self.db_path) as store:
+            results = search(store, self.embedder, query, k, filters, mode=mode, resident=self.resident)
+        return [
+            {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
+             "snippet": r.snippet, "score": r.score}
+            for r in results
+        ]
+
+    def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        real = self._indexed_real_path(path)
+        try:
+            lines = split_lines(read_text_file(real, MAX_READ_FILE_BYTES, follow_symlinks=False))
+        except OboyuError as exc:
+            raise RefusedError(str(exc)) from exc
+        first = max(1, start_line or 1)
+        last = min(len(lines), end_line or len(lines))
+        if last < first and lines:
+            raise RefusedError(f"empty line range {first}-{last} (the file has {len(lines)} lines)")
+        truncated = last - first + 1 > MAX_READ_LINES
+        last = min(last, first + MAX_READ_LINES - 1)
+        text = "\n".join(lines[first - 1 : last])
+        if len(text) > MAX_READ_CHARS:
+            text, truncated = text[:MAX_READ_CHARS], True
+        return {"path": str(Path(os.path.abspath(path))), "start_line": first, "end_line": last,
+                "total_lines": len(lines), "truncated": truncated, "text": text}
+
+    def status(self) -> dict[str, Any]:
+        with open_for_reading(self.db_path) as store:
+            documents, chunks = store.counts()
+            roots = [
+                {"path": root, "documents": docs, "chunks": n, "last_update": str(last) if last else None}
+                for root, docs, n, last in store.roots()
+            ]
+            model = store.get_meta("model_id")
+        updates = [r["last_update"] for r in roots if r["last_update"]]
+        return {"db": str(self.db_path), "model": model, "documents": documents, "chunks": chunks,
+                "roots": roots, "last_update": max(updates) if updates else None}
+
+    def index(self, path: str) -> dict[str, Any]:
+        from oboyu.index.embedding_cache import EmbeddingCache
+        from oboyu.index.indexer import Indexer
+
+        if not self.allow_index:
+            raise RefusedError("indexing is off (start the server with --allow-index)")
+        target = self._checked_path(path)
+        with open_for_reading(self.db_path) as store:
+            roots = [os.path.realpath(r.path) for r in store.list_roots()]
+        real = os.path.realpath(target)
+        root = next((r for r in roots if is_within(real, r)), None)
+        if root is None:
+            raise RefusedError("only folders inside an indexed root can be indexed from here")
+        if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
+            raise RefusedError("hidden folders are not indexed")
+        # opened for each write only: this server's own searches and other processes read meanwhile
+        stats = Indexer(self.db_path, self.embedder, cache=EmbeddingCache.default()).index([Path(target)])
+        return {"added": stats.added, "changed": stats.changed, "removed": stats.removed, "renamed": stats.renamed,
+                "unchanged": stats.unchanged, "skipped": len(stats.skipped), "chunks": stats.chunks,
+                "reused": stats.reused}
+
+    @staticmethod
+    def _checked_path(path: str) -> str:
+        if not path or "\x00" in path:
+            raise RefusedError("invalid path")
+        if not os.path.isabs(path):
+            raise RefusedError("path must be absolute, as search returns it")
+        return os.path.abspath(path)
+
+    def _indexed_real_path(self, path: str) -> str:
+        candidate = self._checked_path(path)
+        with open_for_reading(self.db_path) as store:
+            root = store.root_of(candidate)
+        if root is None:
+            raise RefusedError("not an indexed file")
+        real = os.path.realpath(candidate)
+        if not is_within(real, os.path.realpath(root)):
+            raise RefusedError("file resolves outside its indexed folder")
+        return real
+
+
+def build_server(tools: OboyuTools):
+    """The MCP server exposing `tools`."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from oboyu import __version__
+
+    server = MCPServer(
+        "oboyu",
+        version=__version__,
+        instructions="Search the user's local documents (Japanese and English) and read indexed files.",
+    )
+
+    def call(fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OboyuError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(description="Search indexed documents; one result per file: path, line range, heading, snippet, "
+                 "score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: glob filter "
+                 "(e.g. *.md, !drafts/*); type: extensions like md,txt; since: date or age like 7d.")
+    def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
+               since: str | None = None) -> list[dict[str, Any]]:
+        return call(tools.search, query, mode, k, path, type, since)
+
+    @server.tool(description="Read an indexed file, or lines start_line..end_line of it (1-based, inclusive).")
+    def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        return call(tools.read, path, start_line, end_line)
+
+    @server.tool(description="Indexed folders, document and chunk counts, model, last update.")
+    def status() -> dict[str, Any]:
+        return call(tools.status)
+
+    if tools.allow_index:
+        @server.tool(description="Update the index for a folder inside an already indexed folder.")
+        def index(path: str) -> dict[str, Any]:
+            return call(tools.index, path)
+
+    return server
+
+
+def http_security(port: int):
+    """Loopback only: Host must be 127.0.0.1/localhost on our port, Origin the same or absent."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{h}" for h in hosts],
+    )
+
+
+def serve(tools: OboyuTools, http: bool = False, port: int = 8765) -> None:
+    server = build_server(tools)
+    if http:
+        server.run("streamable-http", host="127.0.0.1", port=port, transport_security=http_security(port),
+                   max_request_body_size=MAX_HTTP_BODY)
+    else:
+        server.run("stdio")

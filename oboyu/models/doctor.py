@@ -1,0 +1,70 @@
+"""`oboyu doctor`: what this machine offers the embedding engine, what the engine chose, and how
+fast it embeds here (a two-second self-benchmark)."""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from oboyu.models.embedding import PROBE_TEXTS, Embedder
+from oboyu.paths import cache_dir, models_dir
+from oboyu.models.providers import choose_here, cpu_description, physical_cores
+
+
+def machine_report(index: Path) -> dict:
+    import onnxruntime as ort
+
+    cpu, features = cpu_description()
+    choice = choose_here()
+    return {
+        "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": sys.version.split()[0],
+        "cpu": cpu,
+        "cpu_features": features,
+        "threads": physical_cores(),  # onnxruntime's intra-op threads: one a physical core
+        "onnxruntime": ort.__version__,
+        "available_providers": ort.get_available_providers(),
+        "chosen_provider": choice.provider,
+        "why": choice.reason,
+        "cache": str(cache_dir()),
+        "models": str(models_dir()),
+        "index": str(index),
+    }
+
+
+def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
+    """Embeds the probe texts as passages (batches formed as indexing forms them) for about
+    `seconds`, then times single queries: what this machine's engine does, in its own words."""
+    started = time.perf_counter()
+    embedder.load()
+    load_seconds = time.perf_counter() - started
+    texts = [embedder.passage_text(line) for line in PROBE_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    tokens = sum(len(e.ids) for e in embedder.tokenizer.encode_batch(texts))
+    rounds, spent = 0, 0.0
+    while spent < seconds / 2 or rounds == 0:
+        started = time.perf_counter()
+        embedder.embed(texts)
+        spent += time.perf_counter() - started
+        rounds += 1
+    latencies = []
+    queries = [embedder.info.query_prefix + text for text in texts]
+    deadline = time.perf_counter() + seconds / 2
+    for query in queries * 10:
+        started = time.perf_counter()
+        embedder.embed([query])
+        latencies.append(time.perf_counter() - started)
+        if time.perf_counter() > deadline:
+            break
+    return {
+        "model": embedder.info.model_id,
+        "model_folder": str(embedder.model_dir),
+        "provider": embedder.provider,
+        "load_seconds": round(load_seconds, 3),
+        "passages_per_second": round(rounds * len(texts) / spent, 1),
+        "tokens_per_second": round(rounds * tokens / spent),
+        "query_ms_p50": round(statistics.median(latencies) * 1000, 2),
+        "queries_timed": len(latencies),
+    }

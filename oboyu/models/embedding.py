@@ -1,0 +1,306 @@
+"""The embedding engine: an ONNX encoder and its tokenizer, run with onnxruntime.
+
+Texts are tokenized once, sorted by length and cut into batches under a token budget so that
+padding stays small; vectors come back in the caller's order, L2-normalised.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from oboyu.errors import OboyuError
+from oboyu.models.providers import CPU, GPU_PROVIDERS, Choice, Verdicts, choose_here, cpu_session_options, session_providers
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    from oboyu.models.light_tokenizer import LightTokenizer
+    from oboyu.models.tokenization import MecabWordPiece
+
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (benchmarks/README.md)
+MAX_BATCH = 64
+RECENT_QUERIES = 512  # query vectors kept in memory
+PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
+PROBE_TEXTS = Path(__file__).parent / "data" / "probe_sentences.txt"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    fingerprint: str  # sha256 of the model's files: vectors from different models never mix
+    dimensions: int
+    max_tokens: int
+    query_prefix: str
+    passage_prefix: str
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.name}@{self.fingerprint[:12]}"
+
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> ModelInfo:
+        return cls(
+            name=manifest["id"],
+            # converted models hash all their files (external weights too); the default model, its ONNX file
+            fingerprint=manifest.get("fingerprint") or manifest["files"][MODEL_FILE]["sha256"],
+            dimensions=int(manifest["dimensions"]),
+            max_tokens=int(manifest["max_tokens"]),
+            query_prefix=manifest["prefixes"]["query"],
+            passage_prefix=manifest["prefixes"]["passage"],
+        )
+
+
+def read_manifest(model_dir: Path) -> dict:
+    try:
+        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OboyuError(f"model at {model_dir} has no readable manifest: {exc}") from exc
+
+
+class Embedder:
+    """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
+
+    def __init__(self, model_dir: Path, provider: str | None = None, manifest: dict | None = None,
+                 notify: Callable[[str], None] | None = None):
+        """Reads the manifest only; the tokenizer and the ONNX session load on first use, so a
+        run with nothing to embed (an index update where no file changed) never pays for them.
+        `provider` (a name or alias) overrides the platform's choice; `notify` hears why an
+        accelerator was dropped (default: a line on stderr)."""
+        self.model_dir = Path(model_dir)
+        self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
+        self.info = ModelInfo.from_manifest(self.manifest)
+        self.requested_provider = provider
+        self.provider = CPU  # the provider in use, once the session is made
+        self.notify = notify or _to_stderr
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_lock = threading.Lock()
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
+        """The model's light tokenizer when it has one (the default model: 0.15 s and 58 MB to
+        load instead of about 0.8 s and 300 MB), else its tokenizer.json."""
+        light = self.manifest.get("light_tokenizer")
+        if light and (self.model_dir / light).is_file():
+            from oboyu.models.light_tokenizer import LightTokenizer
+
+            return LightTokenizer(self.model_dir / light)
+        from oboyu.models.tokenization import load_tokenizer
+
+        return load_tokenizer(self.model_dir / TOKENIZER_FILE, self.manifest.get("word_segmenter"))
+
+    @cached_property
+    def session(self) -> ort.InferenceSession:
+        """A session on the platform's provider once it has proven itself, else on the CPU."""
+        choice = choose_here(self.requested_provider)
+        if choice.provider != CPU:
+            session = self._accelerated_session(choice)
+            if session is not None:
+                self.provider = choice.provider
+                return session
+        return self._make_session(CPU)
+
+    def _make_session(self, provider: str) -> ort.InferenceSession:
+        import onnxruntime as ort
+
+        options = cpu_session_options()
+        model_file = self.model_dir / MODEL_FILE
+        fp16 = self.manifest.get("variants", {}).get("fp16")
+        if provider in GPU_PROVIDERS and fp16 is not None:
+            model_file = self.model_dir / fp16["file"]
+        return ort.InferenceSession(str(model_file), options, providers=session_providers(provider))
+
+    def _accelerated_session(self, choice: Choice) -> ort.InferenceSession | None:
+        """The accelerator's session if it embeds the probe texts like the CPU does; the verdict
+        is kept per model, provider and onnxruntime version, so later processes skip the probe."""
+        import onnxruntime as ort
+
+        from oboyu.paths import cache_dir
+
+        verdicts = Verdicts(cache_dir() / "provider-checks.json")
+        key = f"{self.info.model_id} {choice.provider} onnxruntime-{ort.__version__}"
+        known = verdicts.get(key)
+        if known is not None and not known["ok"]:
+            self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); embedding on the CPU")
+            return None
+        try:
+            session = _started(lambda: self._make_session(choice.provider), choice.provider)
+            if known is None:
+                agreement = self.probe_agreement(session, self._make_session(CPU))
+                if agreement < PROVIDER_MIN_COSINE:
+                    raise OboyuError(f"its vectors differ from the CPU's (min cosine {agreement:.4f} on the probe texts)")
+                verdicts.put(key, {"ok": True, "min_cosine": round(agreement, 6)})
+        except Exception as exc:  # a provider that cannot load the model, or runs it wrong
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            verdicts.put(key, {"ok": False, "reason": reason})
+            self.notify(f"{choice.provider} dropped: {reason}; embedding on the CPU")
+            return None
+        return session
+
+    def probe_agreement(self, session: ort.InferenceSession, reference: ort.InferenceSession) -> float:
+        """The lowest cosine between two sessions' vectors for the probe texts."""
+        texts = [self.passage_text(line) for line in PROBE_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        ours, theirs = self.embed(texts, session=session), self.embed(texts, session=reference)
+        return float(np.min(np.sum(ours * theirs, axis=1)))
+
+    def load(self) -> Embedder:
+        """Load the tokenizer and the session now (a long-lived process, before its first query)."""
+        _ = self.tokenizer, self.session
+        return self
+
+    @cached_property
+    def pad_id(self) -> int:
+        return pad_token_id(self.tokenizer, self.manifest)
+
+    @cached_property
+    def closing_id(self) -> int | None:
+        """The special token the tokenizer ends a text with (`</s>`, `[SEP]`), kept when truncating."""
+        specials = self.tokenizer.encode("").ids
+        return specials[-1] if len(specials) >= 2 else None
+
+    def truncate(self, ids: list[int], limit: int | None = None) -> list[int]:
+        """At most `limit` (the model's max) tokens, the closing special token kept."""
+        limit = limit or self.info.max_tokens
+        if len(ids) <= limit:
+            return ids
+        return ids[: limit - 1] + [self.closing_id] if self.closing_id is not None else ids[:limit]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Model tokens of each text, without special tokens or prefix."""
+        if not texts:
+            return []
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    def split_by_tokens(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
+        """Character spans of consecutive runs of at most `max_tokens` tokens."""
+        offsets = [o for o in self.tokenizer.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
+        if not offsets:
+            return [(0, len(text))]
+        cuts = [offsets[k][0] for k in range(0, len(offsets), max_tokens)][1:]
+        bounds = [0, *cuts, len(text)]
+        return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors; recent queries come from memory (typing back and forth, paging)."""
+        model_texts = [self.info.query_prefix + prepare(t) for t in texts]
+        with self._query_lock:
+            known = {t: self._recent_queries[t] for t in model_texts if t in self._recent_queries}
+            for t in known:
+                self._recent_queries.move_to_end(t)
+        missing = list(dict.fromkeys(t for t in model_texts if t not in known))
+        if missing:
+            fresh = dict(zip(missing, self.embed(missing)))
+            known.update(fresh)
+            with self._query_lock:
+                self._recent_queries.update(fresh)
+                while len(self._recent_queries) > RECENT_QUERIES:
+                    self._recent_queries.popitem(last=False)
+        if not model_texts:
+            return np.zeros((0, self.info.dimensions), dtype=np.float32)
+        return np.stack([known[t] for t in model_texts])
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed([self.passage_text(t) for t in texts])
+
+    def passage_text(self, text: str) -> str:
+        """Exactly what the model reads for a passage (the embedding cache's key)."""
+        return self.info.passage_prefix + prepare(text)
+
+    def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
+              session: ort.InferenceSession | None = None) -> np.ndarray:
+        """Embed texts given exactly as the model sees them (prefix included)."""
+        if not texts:
+            return np.zeros((0, self.info.dimensions), dtype=np.float32)
+        token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
+        return self.embed_ids(token_ids, token_budget, session)
+
+    def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
+                  session: ort.InferenceSession | None = None) -> np.ndarray:
+        """Embed tokenized texts, in batches of similar length within a token budget."""
+        out = np.zeros((len(token_ids), self.info.dimensions), dtype=np.float32)
+        if not token_ids:
+            return out
+        if session is None:
+            session = self.session
+        order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
+        for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
+            ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)
+            (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+            out[batch] = vectors
+        return out
+
+
+def _started(make: Callable[[], ort.InferenceSession], provider: str) -> ort.InferenceSession:
+    """A session made by `make` that really runs on `provider`. onnxruntime, when a provider
+    cannot start (a missing CUDA library, say), prints a banner to stdout and quietly goes on
+    with the CPU; here that banner is caught and becomes the reason the provider is dropped."""
+    import contextlib
+    import io
+    import warnings
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = make()
+    if provider not in session.get_providers():
+        errors = [line.strip() for line in printed.getvalue().splitlines() if line.startswith("EP Error ")]
+        raise OboyuError(errors[0].removeprefix("EP Error ").split(" when using ")[0] if errors
+                         else "onnxruntime could not start it")
+    return session
+
+
+def _to_stderr(message: str) -> None:
+    print(f"oboyu: {message}", file=sys.stderr)
+
+
+def pad_token_id(tokenizer, manifest: dict) -> int:
+    """The id a model pads with: the manifest's pad token, else `<pad>` or `[PAD]`, else 0."""
+    for token in (manifest.get("pad_token"), "<pad>", "[PAD]"):
+        if token is not None and tokenizer.token_to_id(token) is not None:
+            return tokenizer.token_to_id(token)
+    return 0
+
+
+def pad_batch(batch: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token id lists as the model's inputs: ids padded to the longest, and the attention mask."""
+    ids = np.full((len(batch), max(map(len, batch))), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, tokens in enumerate(batch):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return ids, mask
+
+
+def prepare(text: str) -> str:
+    """Text as matched: NFKC, so that composed and full-width forms meet their usual spelling."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def _batches_by_budget(order: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """Cut indices sorted by length into batches whose padded size stays under the budget."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        # sorted ascending, so the newest text is the longest in its batch
+        if current and ((len(current) + 1) * lengths[i] > budget or len(current) >= MAX_BATCH):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,126 @@
+"""Measuring search quality on a set of documents and queries (the format of ../shared/eval).
+
+Each document's `text` becomes a file (its name encodes the document id), the files are indexed
+like any folder, every query is run in each mode, and a query hits when a chunk of a relevant
+document is returned (document-level relevance; files are ranked by their best chunk).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from oboyu.models.embedding import Embedder
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import IndexStats, Indexer
+from oboyu.progress import ProgressLine
+from oboyu.search.resident import ResidentIndex
+from oboyu.search.query import search
+from oboyu.index.store import Store
+
+CUTOFF = 10
+
+
+@dataclass
+class Query:
+    id: str
+    text: str
+    relevant: frozenset[str]
+
+
+@dataclass
+class ModeScores:
+    mode: str
+    queries: int
+    recall_at_1: float
+    recall_at_10: float
+    mrr_at_10: float
+    ndcg_at_10: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    try:
+        with _open_text(path) as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise OboyuError(f"cannot read {path}: {exc}") from exc
+
+
+def p95(values: list[float]) -> float:
+    """The 95th percentile, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def read_queries(path: Path) -> list[Query]:
+    queries = []
+    for row in read_jsonl(path):
+        relevant = row.get("relevant_doc_ids") or [row.get("relevant_doc_id")]
+        if not row.get("query") or not all(relevant):
+            raise OboyuError(f"{path}: each query needs `query` and `relevant_doc_id(s)`")
+        queries.append(Query(str(row.get("id", len(queries))), row["query"], frozenset(map(str, relevant))))
+    return queries
+
+
+def doc_file_name(doc_id: str) -> str:
+    return quote(doc_id, safe="") + ".txt"
+
+
+def doc_id_of(path: str) -> str:
+    return unquote(Path(path).name[: -len(".txt")])
+
+
+def write_corpus(docs_path: Path, folder: Path) -> int:
+    """Write each document's `text` as a file in `folder`; returns the count."""
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = read_jsonl(docs_path)
+    for doc in docs:
+        (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
+    return len(docs)
+
+
+def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: ProgressLine) -> IndexStats:
+    return Indexer(store, embedder, progress).index([folder])
+
+
+def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str]) -> list[ModeScores]:
+    """Metrics per mode; the index is held in memory, as a long-lived process would (the store
+    is open read-only throughout, so nothing can change it between queries)."""
+    resident = ResidentIndex().refresh(store)
+    out = []
+    for mode in modes:
+        hits1 = hits10 = 0.0
+        mrr = ndcg = 0.0
+        latencies = []
+        for q in queries:
+            started = time.perf_counter()
+            results = search(None, embedder, q.text, CUTOFF, mode=mode, resident=resident)
+            latencies.append(time.perf_counter() - started)
+            ranked = [doc_id_of(r.path) for r in results]
+            found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]
+            hits1 += 1.0 if found and found[0] == 1 else 0.0
+            hits10 += len(found) / len(q.relevant)
+            mrr += 1 / found[0] if found else 0.0
+            ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(q.relevant), CUTOFF) + 1))
+            ndcg += sum(1 / math.log2(i + 1) for i in found) / ideal
+        n = len(queries) or 1
+        out.append(
+            ModeScores(
+                mode, len(queries), hits1 / n, hits10 / n, mrr / n, ndcg / n,
+                statistics.median(latencies) * 1000 if latencies else 0.0,
+                p95(latencies) * 1000 if latencies else 0.0,
+            )
+        )
+    return out

@@ -1,0 +1,136 @@
+"""An index kept open for a long-lived process (the TUI, the MCP server): searches rank from
+memory, and the index file is opened only when it has changed on disk, briefly and read-only, so
+that `oboyu index` in another process can take the write lock between queries. While another
+process writes, unfiltered searches answer from the state last loaded and say so.
+
+The same process may write too (the TUI's reindex): `writing()` hands out the writable Store and,
+while it is open, readers read the committed state through a cursor of it. The app's indexer
+takes it for each batch's write only, so other processes read between batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oboyu.models.embedding import Embedder
+from oboyu.errors import IndexBusyError, OboyuError
+from oboyu.search.resident import ResidentIndex
+from oboyu.search.query import Result, search
+from oboyu.index.store import Filters, Store, open_for_reading
+
+READ_WAIT_SECONDS = 0.5  # how long a query waits for another process's write lock
+
+
+@dataclass
+class Answer:
+    results: list[Result]
+    stale: bool = False  # another process is writing: the results come from the last loaded state
+
+
+@dataclass
+class IndexSummary:
+    model: str | None
+    documents: int
+    chunks: int
+    roots: list[tuple[str, int, int, object]] = field(default_factory=list)  # (root, docs, chunks, last update)
+
+
+class LiveIndex:
+    def __init__(self, db_path: Path, embedder: Embedder | None = None):
+        self.db_path = Path(db_path)
+        self.embedder = embedder  # may arrive later (loaded in the background); keyword search needs none
+        self.resident = ResidentIndex()
+        self._seen: tuple | None = None  # file signature when the resident index was last checked
+        self._lock = threading.RLock()  # opening connections; the writer's life
+        self._writer: Store | None = None
+
+    def exists(self) -> bool:
+        return self.db_path.exists()
+
+    # --- access to the file ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def reading(self, wait_seconds: float = READ_WAIT_SECONDS) -> Iterator[Store]:
+        """A read-only Store for a moment; raises IndexBusyError when another process writes."""
+        with self._lock:
+            if self._writer is not None:
+                store = Store.reader_of(self._writer)
+            else:
+                store = open_for_reading(self.db_path, wait_seconds)
+            try:
+                yield store
+            finally:
+                store.close()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Store]:
+        """The writable Store for a moment (the app's indexer opens it for each batch); readers
+        in this process go on meanwhile through a cursor of it."""
+        with self._lock:
+            if self._writer is not None:
+                raise OboyuError("this index is already being updated")
+            self._writer = Store.open_writer(self.db_path)
+        try:
+            yield self._writer
+        finally:
+            with self._lock:
+                writer, self._writer = self._writer, None
+                writer.close()
+
+    def _signature(self) -> tuple:
+        """Cheap evidence of a change: the stat of the file and of its write-ahead log."""
+        out = []
+        for path in (self.db_path, Path(str(self.db_path) + ".wal")):
+            try:
+                st = os.stat(path)
+                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def refresh(self) -> bool:
+        """Bring the in-memory index up to date; False when another process holds the file and
+        the last loaded state must do."""
+        signature = self._signature()
+        if signature == self._seen and self.resident.generation is not None:
+            return True
+        try:
+            with self.reading() as store:
+                self.resident.refresh(store)
+        except IndexBusyError:
+            if self.resident.generation is None:
+                raise
+            return False
+        self._seen = signature
+        return True
+
+    # --- what callers ask --------------------------------------------------------------------
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 10, filters: Filters | None = None,
+               group: bool = True) -> Answer:
+        if not self.exists():
+            raise OboyuError(f"no index at {self.db_path}; add a folder first")
+        if filters is None or filters == Filters():
+            fresh = self.refresh()
+            return Answer(search(None, self.embedder, query, k, None, mode, group, self.resident), stale=not fresh)
+        with self.reading() as store:
+            return Answer(search(store, self.embedder, query, k, filters, mode, group))
+
+    def model_id(self) -> str | None:
+        """The model the index was built with (None for a new index)."""
+        if not self.exists():
+            return None
+        with self.reading() as store:
+            return store.get_meta("model_id")
+
+    def summary(self) -> IndexSummary:
+        if not self.exists():
+            return IndexSummary(None, 0, 0)
+        with self.reading() as store:
+            documents, chunks = store.counts()
+            return IndexSummary(store.get_meta("model_id"), documents, chunks, store.roots())
