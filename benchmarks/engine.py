@@ -161,7 +161,7 @@ def op_profile(embedder: Embedder, texts: list[str]) -> list[tuple[str, float]]:
     """onnxruntime's own profile of the engine on real chunks: share of kernel time per operator."""
     import onnxruntime as ort
 
-    from oboyu.models.embedding import MODEL_FILE
+    from oboyu.models.manifest import MODEL_FILE
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = physical_cores()

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from oboyu.models.loading import load_default_embedder
 from oboyu.documents.keywords import words
-from oboyu.search.query import _best_per_file, fuse, make_snippet, search
 from oboyu.index.store import Store
+from oboyu.search.query import _best_per_file, fuse, search
+from oboyu.search.rankers import SqlRanker
+from oboyu.search.snippets import make_snippet
 
 QUERIES = ["絶対パスを表示する", "ファイルをコピーする", "ネットワークインターフェースを設定する", "ソケットへの接続を受ける"]
 
@@ -35,13 +37,17 @@ def main() -> None:
         return value
 
     with Store(args.db, read_only=True) as store:
+        ranker = SqlRanker(store)
         for query in QUERIES * args.runs:
             vector = timed("embed query", lambda: embedder.embed_queries([query])[0])
-            by_vector = timed("vector leg", lambda: store.vector_scores(vector, 100))
-            by_words = timed("keyword leg", lambda: store.keyword_scores(words(query), 100))
-            fused = timed("fusion", lambda: fuse({"vector": by_vector, "keyword": by_words}, "hybrid"))
-            chosen, _ = timed("group per file", lambda: _best_per_file(store.files_of_chunks, fused, 10))
-            hits = timed("fetch passages", lambda: store.chunks_by_id([cid for cid, _ in chosen]))
+            by_vector = timed("vector leg", lambda: ranker.vector_scores(vector, 100))
+            by_lead = timed("lead leg", lambda: ranker.vector_scores(vector, 100, leads_only=True))
+            by_words = timed("keyword leg", lambda: ranker.keyword_scores(words(query), 100))
+            legs = {"vector": by_vector, "lead": by_lead, "keyword": by_words}
+            files = timed("files of chunks", lambda: ranker.files_of_chunks(list({c for leg in legs.values() for c, _ in leg})))
+            fused = timed("fusion", lambda: fuse(legs, "hybrid", files))
+            chosen, _ = timed("group per file", lambda: _best_per_file(files, fused, 10))
+            hits = timed("fetch passages", lambda: ranker.chunks_by_id([cid for cid, _ in chosen]))
             timed("snippets", lambda: [make_snippet(hit.text, query) for hit in hits.values()])
             timed("whole search()", lambda: search(store, embedder, query, 10))
     for step, values in times.items():

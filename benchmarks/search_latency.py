@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 from oboyu.documents import keywords
-
-from oboyu.search import query as search
+from oboyu.search import snippets
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_default_embedder
 from oboyu.search.evaluate import p95, read_queries
@@ -41,8 +40,9 @@ def main() -> None:
     live.search(queries[0])  # loads the index into memory
 
     def empty_caches() -> None:
-        search._sentences.cache_clear()
-        search._sentence_features.cache_clear()
+        snippets._sentences.cache_clear()
+        snippets._normalised_sentence.cache_clear()
+        snippets._sentence_bigrams.cache_clear()
         keywords._snippet_terms.cache_clear()
         embedder._recent_queries.clear()
 

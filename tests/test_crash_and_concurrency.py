@@ -73,7 +73,7 @@ def snapshot(db: Path) -> dict:
             ).fetchall(),
             "postings": sorted(q("SELECT chunk_id, term, tf FROM kw_postings").fetchall()),
             "vectors": {cid: np.array(v) for cid, v in q("SELECT chunk_id, vector FROM embeddings").fetchall()},
-            "roots": [r.path for r in store.list_roots()],
+            "roots": [r.path for r in store.roots()],
         }
 
 

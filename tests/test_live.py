@@ -12,7 +12,7 @@ from conftest import EXAMPLE_NOTES
 from oboyu.models.embedding import Embedder
 from oboyu.index.indexer import Indexer
 from oboyu.search.live import LiveIndex
-from oboyu.search.query import make_filters
+from oboyu.search.filters import make_filters
 from oboyu.index.store import Store
 
 

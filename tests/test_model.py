@@ -10,7 +10,8 @@ import onnx
 import pytest
 
 from oboyu.models.install import EXTERNAL_SUFFIX
-from oboyu.models.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, prepare
+from oboyu.models.embedding import Embedder, prepare
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
 from oboyu.models.light_tokenizer import LightTokenizer
 from oboyu.models import tokenization
 from oboyu.models.tokenization import load_tokenizer

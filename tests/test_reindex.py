@@ -51,7 +51,7 @@ def test_roots_are_remembered_named_updated_and_removed(tmp_path: Path, embedder
     Indexer(db, embedder).index([notes], name="work")
     Indexer(db, embedder).index([recipes])
     with Store(db, read_only=True) as store:
-        assert [(r.name, r.path) for r in store.list_roots()] == [("work", str(notes)), ("recipes", str(recipes))]
+        assert [(r.name, r.path) for r in store.roots()] == [("work", str(notes)), ("recipes", str(recipes))]
     (notes / "meeting.md").unlink()
     write(recipes / "soup.md", "# スープ\n\n味噌は火を止めてから溶く。\n")
     stats = Indexer(db, embedder).update()  # every root, no path given
@@ -74,7 +74,7 @@ def test_a_folder_inside_a_root_updates_that_part_and_a_parent_absorbs_nested_ro
     Indexer(db, embedder).index([notes / "deep"])
     Indexer(db, embedder).index([notes])  # the parent takes the nested root's files
     with Store(db, read_only=True) as store:
-        assert [r.path for r in store.list_roots()] == [str(notes)]
+        assert [r.path for r in store.roots()] == [str(notes)]
         assert store.integrity_problems() == []
     (notes / "deep" / "tax.md").unlink()
     stats = Indexer(db, embedder).index([notes / "deep"])  # a part of the root: only it is compared

@@ -22,6 +22,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.indexer import Indexer
 from oboyu.models.rerank import Reranker
 from oboyu.search.query import RERANK_DEPTH, search
+from oboyu.search.rankers import SqlRanker
 from oboyu.index.store import Store
 
 QUERY = tiny_models.corpus()[0]  # the tiny reranker was trained to score a sentence paired with itself high
@@ -80,7 +81,7 @@ def test_search_reorders_its_best_chunks_by_the_reranker(models, tmp_path: Path)
         plain = search(store, embedder, QUERY, k=40, group=False)
         reranked = search(store, embedder, QUERY, k=40, group=False, reranker=reranker)
         top = reranked[:RERANK_DEPTH]
-        texts = store.chunks_by_id([r.chunk_id for r in plain[:RERANK_DEPTH]])
+        texts = SqlRanker(store).chunks_by_id([r.chunk_id for r in plain[:RERANK_DEPTH]])
     assert {r.chunk_id for r in plain} == {r.chunk_id for r in reranked}  # the same candidates
     assert {r.chunk_id for r in top} == {r.chunk_id for r in plain[:RERANK_DEPTH]}
     scores = reranker.score(QUERY, [hit.text for hit in texts.values()])

@@ -8,13 +8,15 @@ import click
 import numpy as np
 import pytest
 
-from oboyu.cli.main import _colour, highlight
+from oboyu.cli.searching import _colour, highlight
 from oboyu.search.evaluate import Query, doc_file_name, evaluate
 from oboyu.search.fusion import convex, convex_with_files, rrf
 from oboyu.search.resident import ResidentIndex
 from oboyu.errors import OboyuError
-from oboyu.search.query import make_filters, make_snippet, search
-from oboyu.index.store import ChunkRecord, DocumentRecord, Filters, Store
+from oboyu.search import make_filters, make_snippet, search
+from oboyu.index.records import ChunkRecord, DocumentRecord
+from oboyu.index.store import Store
+from oboyu.search import Filters, SqlRanker
 
 
 def add_document(store: Store, path: str, chunks: list[tuple[str, dict[str, int]]]) -> None:
@@ -39,17 +41,17 @@ def test_bm25_matches_a_hand_computed_example(store: Store) -> None:
     # idf = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln 1.6 = 0.470004
     # a: 0.470004 * 2 * 1.9 / (2 + 0.9 * (0.6 + 0.4 * 3 / (8/3))) = 0.606457
     # b: 0.470004 * 1 * 1.9 / (1 + 0.9 * (0.6 + 0.4 * 1 / (8/3))) = 0.533139
-    scores = dict(store.keyword_scores(["猫"], 10))
+    scores = dict(SqlRanker(store).keyword_scores(["猫"], 10))
     assert scores.keys() == {"/corpus/a.txt#0", "/corpus/b.txt#0"}
     assert scores["/corpus/a.txt#0"] == pytest.approx(0.606457, abs=1e-5)
     assert scores["/corpus/b.txt#0"] == pytest.approx(0.533139, abs=1e-5)
     # OR semantics: a chunk matching any query word is found, never an all-words AND
-    assert {cid for cid, _ in store.keyword_scores(["犬", "鳥", "無い"], 10)} == {"/corpus/a.txt#0", "/corpus/c.txt#0"}
+    assert {cid for cid, _ in SqlRanker(store).keyword_scores(["犬", "鳥", "無い"], 10)} == {"/corpus/a.txt#0", "/corpus/c.txt#0"}
 
 
 def test_keyword_index_follows_document_replacement(store: Store) -> None:
     add_document(store, "/corpus/b.txt", [("犬", {"犬": 1})])
-    assert {cid for cid, _ in store.keyword_scores(["猫"], 10)} == {"/corpus/a.txt#0"}
+    assert {cid for cid, _ in SqlRanker(store).keyword_scores(["猫"], 10)} == {"/corpus/a.txt#0"}
     assert store.con.execute("SELECT count(*) FROM kw_lengths").fetchone()[0] == 3
 
 
@@ -146,9 +148,9 @@ def test_an_older_index_is_upgraded_on_first_open_even_for_reading(tmp_path: Pat
     make_old_index(path, version)
     with Store(path, read_only=True) as store:  # upgraded in a brief writable open, then read
         assert store.get_meta("schema_version") == "3"
-        assert [cid for cid, _ in store.keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
-        assert [(r.path, r.name) for r in store.list_roots()] == [("/corpus", "corpus")]
-        assert store.chunks_by_id(["/corpus/a.txt#0"])["/corpus/a.txt#0"].page_start is None
+        assert [cid for cid, _ in SqlRanker(store).keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
+        assert [(r.path, r.name) for r in store.roots()] == [("/corpus", "corpus")]
+        assert SqlRanker(store).chunks_by_id(["/corpus/a.txt#0"])["/corpus/a.txt#0"].page_start is None
         assert store.integrity_problems() == []
 
 
@@ -167,19 +169,19 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
     def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
         return [c for c, _ in a] == [c for c, _ in b] and np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
 
-    assert same(resident.keyword_scores(["猫", "鳥"], 10), store.keyword_scores(["猫", "鳥"], 10))
-    assert same(resident.vector_scores(query, 10), store.vector_scores(query, 10))
+    assert same(resident.keyword_scores(["猫", "鳥"], 10), SqlRanker(store).keyword_scores(["猫", "鳥"], 10))
+    assert same(resident.vector_scores(query, 10), SqlRanker(store).vector_scores(query, 10))
     add_document(store, "/corpus/e.txt", [("犬", {"犬": 1}), ("猫", {"猫": 1})])  # two passages: one lead
     resident.refresh(store)
     leads = resident.vector_scores(query, 10, leads_only=True)
-    assert same(leads, store.vector_scores(query, 10, leads_only=True))
+    assert same(leads, SqlRanker(store).vector_scores(query, 10, leads_only=True))
     assert "/corpus/e.txt#0" in dict(leads) and "/corpus/e.txt#1" not in dict(leads)
-    assert "/corpus/e.txt#1" in dict(store.vector_scores(query, 10))
+    assert "/corpus/e.txt#1" in dict(SqlRanker(store).vector_scores(query, 10))
     before = resident.generation
     add_document(store, "/corpus/d.txt", [("猫猫猫", {"猫": 3})])
     assert resident.refresh(store).generation != before
     assert "/corpus/d.txt#0" in dict(resident.keyword_scores(["猫"], 10))
-    in_memory = search(store, None, "猫", k=5, mode="keyword", resident=resident)
+    in_memory = search(resident, None, "猫", k=5, mode="keyword")
     from_tables = search(store, None, "猫", k=5, mode="keyword")
     assert [r.to_json() for r in in_memory] == [r.to_json() for r in from_tables]
 

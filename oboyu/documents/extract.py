@@ -1,5 +1,6 @@
 """Text and structure out of a file: blocks (headings, paragraphs, code) with their lines.
 
+`extract_file` is the one dispatch from a file's bytes and type to its text, for every format.
 For Markdown, plain text, reStructuredText and source code a block's text is a slice of the
 decoded file, so its character offsets and lines are exact. HTML keeps only visible text; its
 blocks carry the source lines the parser saw.
@@ -11,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+
+from oboyu.documents.decoding import UndecodableError, decode
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 TEXT_EXT = {".txt", ".text"}
@@ -63,7 +66,37 @@ class Extracted:
     page_starts: list[int] = field(default_factory=list)  # PDF: offset in `text` where each page begins
 
 
+class Unextractable(Exception):
+    """A file whose text cannot be had; the message says why (for the skipped list)."""
+
+
+def looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
+        return False
+    return b"\x00" in head
+
+
+def extract_file(data: bytes, file_type: str) -> tuple[Extracted, str]:
+    """A file's text and structure from its bytes, and its encoding ("pdf" for a PDF)."""
+    if file_type == "pdf":
+        from oboyu.documents.pdf import PdfSkipped, extract_pdf  # imported here: pdf builds on this module
+
+        try:
+            return extract_pdf(data), "pdf"
+        except PdfSkipped as exc:
+            raise Unextractable(str(exc)) from exc
+    if looks_binary(data):
+        raise Unextractable("binary file")
+    try:
+        decoded = decode(data)
+    except UndecodableError as exc:
+        raise Unextractable(f"cannot decode: {exc}") from exc
+    return extract(decoded.text, file_type), decoded.encoding
+
+
 def extract(text: str, file_type: str) -> Extracted:
+    """The structure of a decoded text file."""
     if file_type == "markdown":
         return _markdown(text)
     if file_type == "rst":

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from oboyu.models.embedding import Embedder
 from oboyu.paths import cache_dir
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -84,3 +85,21 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self.con.close()
+
+
+def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:
+    """Vectors of these passages, from the cache where it has them, the rest embedded and kept:
+    (vectors, how many embedded, how many reused). A text repeated in the batch embeds once."""
+    model_texts = [embedder.passage_text(t) for t in texts]
+    if cache is None:
+        return embedder.embed(model_texts), len(texts), 0
+    keys = [EmbeddingCache.key(embedder.info.fingerprint, t) for t in model_texts]
+    known = cache.get_many(keys, embedder.info.dimensions)
+    missing = list(dict.fromkeys(k for k in keys if k not in known))
+    if missing:
+        text_of = dict(zip(keys, model_texts))
+        fresh = list(zip(missing, embedder.embed([text_of[k] for k in missing])))
+        cache.put_many(embedder.info.model_id, fresh)
+        known.update(fresh)
+    vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, embedder.info.dimensions), np.float32)
+    return vectors, len(missing), len(keys) - len(missing)

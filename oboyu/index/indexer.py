@@ -1,13 +1,11 @@
-"""Indexing: compare the disk with the index, then read, decode, extract and chunk in a reader
-thread while the main thread embeds (reusing the embedding cache) and stores, several files per
-batch so the model sees full, length-sorted batches.
+"""Indexing: compare the disk with the index (`plan`), then read, decode, extract and chunk in a
+reader thread while the main thread embeds (reusing the embedding cache) and stores, several
+files per batch so the model sees full, length-sorted batches.
 
-The comparison trusts size and modification time, so an unchanged file is never opened; a file
-whose stat changed is hashed and re-embedded only when its content did. A new file with the
-content of a file that went away is a rename: its rows move, nothing is embedded. Every file's
-rows change in one transaction, and a file that fails anywhere before storing is skipped with its
-reason. Given a path rather than an open Store, the indexer opens the index only for each write,
-so queries from other processes get in between; a lock file keeps to one indexer per index.
+Every file's rows change in one transaction, and a file that fails anywhere before storing is
+skipped with its reason. Given a path rather than an open Store, the indexer opens the index only
+for each write, so queries from other processes get in between; a lock file keeps to one indexer
+per index.
 """
 
 from __future__ import annotations
@@ -20,25 +18,24 @@ import queue
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import Protocol
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, crawl_part, size_cap_reason
-from oboyu.documents.decoding import UndecodableError, decode
-from oboyu.models.embedding import Embedder
-from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.errors import OboyuError
-from oboyu.documents.extract import Extracted, extract, file_type_for
-from oboyu.index.lock import IndexLock
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, size_cap_reason
+from oboyu.documents.extract import Extracted, Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
+from oboyu.errors import OboyuError
+from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
+from oboyu.index.lock import IndexLock
+from oboyu.index.plan import Part, Plan, compare, stored_files
+from oboyu.index.records import ChunkRecord, DocumentRecord, Root, StoredFile, chunk_id, keyword_text
+from oboyu.index.store import Store, open_for_reading
+from oboyu.models.embedding import Embedder
 from oboyu.paths import is_within
-from oboyu.documents.pdf import PdfSkipped, extract_pdf
 from oboyu.progress import ProgressLine, format_duration
-from oboyu.index.store import ChunkRecord, DocumentRecord, Move, Root, Store, StoredFile, chunk_id, keyword_text, open_for_reading
 
 EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
 QUEUE_FILES = 64
@@ -82,26 +79,16 @@ class IndexProgress:
         )
 
 
-@dataclass
-class Plan:
-    """What an update would change; `Indexer.plan` computes it without writing anything."""
+class WritableIndex(Protocol):
+    """An index file that a long-lived process also reads (oboyu.search.live.LiveIndex): the
+    indexer takes its writer for each batch, so the process's own searches go on between."""
 
-    added: list[FileEntry] = field(default_factory=list)
-    changed: list[tuple[FileEntry, StoredFile]] = field(default_factory=list)  # stat differs; maybe not content
-    removed: list[str] = field(default_factory=list)
-    renamed: list[Move] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: list[Skipped] = field(default_factory=list)
-    missing_roots: list[Root] = field(default_factory=list)
+    db_path: Path
 
-    def is_empty(self) -> bool:
-        return not (self.added or self.changed or self.removed or self.renamed)
+    def writing(self) -> contextlib.AbstractContextManager[Store]: ...
 
 
-@dataclass(frozen=True)
-class _Part:
-    root: Root
-    path: Path  # the root's folder, or a folder or file inside it
+OnProgress = Callable[[IndexProgress], None]
 
 
 @dataclass
@@ -114,11 +101,11 @@ class _Prepared:
     is_new: bool
 
 
+@dataclass
 class _Touched:
     """A file whose stat changed but whose content did not."""
 
-    def __init__(self, entry: FileEntry):
-        self.entry = entry
+    entry: FileEntry
 
 
 def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
@@ -132,44 +119,32 @@ def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
     return f"{context}\n{chunk.text}" if context else chunk.text
 
 
-def looks_binary(data: bytes) -> bool:
-    head = data[:8192]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
-        return False
-    return b"\x00" in head
-
-
-def sha256_of(path: Path, max_bytes: int) -> str | None:
-    """The content hash of a file, or None when it cannot be read or is over the cap."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError:
-        return None
-    return hashlib.sha256(data).hexdigest() if len(data) <= max_bytes else None
-
-
 class Indexer:
-    def __init__(self, index: Store | Path, embedder: Embedder, progress: ProgressLine | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
-                 on_progress: Callable[[IndexProgress], None] | None = None, stop: threading.Event | None = None,
-                 cache: EmbeddingCache | None = None, full: bool = False,
-                 open_writer: Callable[[], contextlib.AbstractContextManager[Store]] | None = None):
-        """`index` is an open Store (held for the run) or the index file's path, opened for each
-        write (by `open_writer` when given: a long-lived process that also reads the file).
-        `on_progress` hears of each step; setting `stop` ends the run after the batch in hand.
-        `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file."""
-        self.index_path = index.path if isinstance(index, Store) else Path(index)
+    def __init__(self, index: Store | Path | WritableIndex, embedder: Embedder,
+                 progress: ProgressLine | OnProgress | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+                 follow_symlinks: bool = False, stop: threading.Event | None = None,
+                 cache: EmbeddingCache | None = None, full: bool = False):
+        """`index`: an open Store (held for the run), the index file's path (opened for each
+        write), or a long-lived process's WritableIndex. `progress` hears of each step: a
+        ProgressLine draws it, a function gets an IndexProgress. Setting `stop` ends the run
+        after the batch in hand. `cache` supplies and keeps vectors; `full` re-reads and
+        re-chunks every file."""
         self._store = index if isinstance(index, Store) else None
-        if self._store is not None:
-            self._open: Callable[[], contextlib.AbstractContextManager[Store]] = lambda: contextlib.nullcontext(index)
+        self._open: Callable[[], contextlib.AbstractContextManager[Store]]
+        if isinstance(index, Store):
+            self.index_path = index.path
+            self._open = lambda: contextlib.nullcontext(index)
+        elif isinstance(index, (str, os.PathLike)):
+            self.index_path = Path(index)
+            self._open = lambda: contextlib.closing(Store.open_writer(self.index_path))
         else:
-            self._open = open_writer or (lambda: contextlib.closing(Store.open_writer(self.index_path)))
+            self.index_path = index.db_path
+            self._open = index.writing
         self.embedder = embedder
-        self.progress = progress or ProgressLine(enabled=False)
+        self.progress = progress if isinstance(progress, ProgressLine) else ProgressLine(enabled=False)
+        self.on_progress = None if isinstance(progress, ProgressLine) else progress
         self.max_bytes = max_bytes
         self.follow_symlinks = follow_symlinks
-        self.on_progress = on_progress
         self.stop = stop or threading.Event()
         self.cache = cache
         self.full = full
@@ -184,10 +159,10 @@ class Indexer:
         if name is not None and len(paths) != 1:
             raise OboyuError("a name goes with exactly one folder")
 
-        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
+        def parts_of(store: Store, stats: IndexStats) -> list[Part]:
             parts = []
             for path in paths:
-                root = store.root_containing(str(path))
+                root = store.root_holding(str(path))
                 if root is not None and root.path == str(path) and not path.exists():
                     stats.removed += store.remove_root(root.path)  # a root deleted from disk leaves
                     continue
@@ -196,8 +171,9 @@ class Indexer:
                     continue
                 is_root = root is not None and root.path == str(path)
                 if root is None or is_root and (name or self.follow_symlinks and not root.follow_symlinks):
-                    root = store.add_root(str(path), name, self.follow_symlinks or is_root and root.follow_symlinks)
-                parts.append(_Part(root, path))
+                    follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
+                    root = store.add_root(str(path), name, follow)
+                parts.append(Part(root, path))
             return parts
 
         return self._run(parts_of)
@@ -211,19 +187,34 @@ class Indexer:
         """Bring these paths (files or folders, present or gone) up to date: what a watcher
         calls with the paths that changed. Paths outside every root are ignored."""
 
-        def parts_of(store: Store, stats: IndexStats) -> list[_Part]:
-            roots = store.list_roots()
+        def parts_of(store: Store, stats: IndexStats) -> list[Part]:
+            roots = store.roots()
             parts = []
             for path in _outermost(Path(os.path.abspath(p)) for p in paths):
                 root = next((r for r in roots if is_within(str(path), r.path)), None)
                 # a root gone from disk (an unmounted drive) keeps its rows, as in update()
                 if root is not None and os.path.exists(root.path):
-                    parts.append(_Part(root, path))
+                    parts.append(Part(root, path))
             return parts
 
         return self._run(parts_of)
 
-    def _run(self, parts_of: Callable[[Store, IndexStats], list[_Part]]) -> IndexStats:
+    def plan(self, names: Iterable[str] = ()) -> Plan:
+        """What `update(names)` would change, content hashes compared; writes nothing."""
+        with self._reading() as store:
+            stats = IndexStats()
+            parts = self._root_parts(store, names, stats)
+            stored = stored_files(store, parts)
+        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True)
+        plan.missing_roots = stats.missing_roots
+        return plan
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def _reading(self) -> contextlib.AbstractContextManager[Store]:
+        return contextlib.nullcontext(self._store) if self._store is not None else open_for_reading(self.index_path)
+
+    def _run(self, parts_of: Callable[[Store, IndexStats], list[Part]]) -> IndexStats:
         """Under the indexer lock: choose the parts to compare, plan, apply."""
         with IndexLock(self.index_path):
             stats = IndexStats()
@@ -231,101 +222,27 @@ class Indexer:
             with self._open() as store:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
                 parts = parts_of(store, stats)
-                stored = self._stored(store, parts)
+                stored = stored_files(store, parts)
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
-            self._apply(self._plan(stored, parts, hash_changed=False), stats)
+            self._apply(compare(stored, parts, self.max_bytes, self.full), stats)
             stats.seconds = time.perf_counter() - started
             return stats
 
-    def plan(self, names: Iterable[str] = ()) -> Plan:
-        """What `update(names)` would change, content hashes compared; writes nothing."""
-        with open_for_reading(self.index_path) if self._store is None else contextlib.nullcontext(self._store) as store:
-            stats = IndexStats()
-            parts = self._root_parts(store, names, stats)
-            stored = self._stored(store, parts)
-        plan = self._plan(stored, parts, hash_changed=True)
-        plan.missing_roots = stats.missing_roots
-        return plan
-
-    def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[_Part]:
+    def _root_parts(self, store: Store, names: Iterable[str], stats: IndexStats) -> list[Part]:
         names = list(names)
         if names:
             roots = store.roots_named(names)
         else:
-            roots = store.list_roots()
+            roots = store.roots()
             if not roots:
                 raise OboyuError("no folders are indexed yet; run `oboyu index PATH` first")
         parts = []
         for root in roots:
             if os.path.exists(root.path):
-                parts.append(_Part(root, Path(root.path)))
+                parts.append(Part(root, Path(root.path)))
             else:
                 stats.missing_roots.append(root)
         return parts
-
-    # --- comparing the disk with the index -------------------------------------------------------
-
-    @staticmethod
-    def _stored(store: Store, parts: list[_Part]) -> dict[str, StoredFile]:
-        stored: dict[str, StoredFile] = {}
-        for part in parts:
-            stored.update(store.files_under(str(part.path)))
-        return stored
-
-    def _plan(self, stored: dict[str, StoredFile], parts: list[_Part], hash_changed: bool) -> Plan:
-        """Compare the disk under `parts` with what the index holds there (`stored`)."""
-        plan = Plan()
-        found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
-        skipped: dict[str, Skipped] = {}
-        for part in parts:
-            follow = part.root.follow_symlinks
-            for item in crawl_part(Path(part.root.path), part.path, follow, self.max_bytes):
-                if isinstance(item, Skipped):
-                    skipped.setdefault(str(item.path), item)
-                else:
-                    found.setdefault(str(item.path), item)
-        plan.skipped = list(skipped.values())
-        gone = {path: stored[path] for path in stored if path not in found}
-        for path, entry in found.items():
-            previous = stored.get(path)
-            if previous is None:
-                plan.added.append(entry)
-            elif self.full:
-                plan.changed.append((entry, previous))
-            elif (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
-                plan.unchanged += 1
-            elif hash_changed and sha256_of(entry.path, self.max_bytes) == previous.sha256:
-                plan.unchanged += 1  # touched, not changed
-            else:
-                plan.changed.append((entry, previous))
-        if gone and plan.added and not self.full:
-            self._find_renames(plan, gone)
-        plan.removed = sorted(gone)
-        return plan
-
-    def _find_renames(self, plan: Plan, gone: dict[str, StoredFile]) -> None:
-        """New files with the content of files that went away; hashed only when sizes match."""
-        by_content: dict[tuple[int, str, str], list[str]] = {}
-        types = {path: file_type_for(Path(path)) for path in gone}
-        sizes = {info.size for info in gone.values()}
-        for path, info in gone.items():
-            by_content.setdefault((info.size, info.sha256, types[path]), []).append(path)
-        still_new = []
-        for entry in plan.added:
-            match = None
-            if entry.size in sizes:
-                sha = sha256_of(entry.path, self.max_bytes)
-                candidates = by_content.get((entry.size, sha or "", entry.file_type))
-                if candidates:
-                    match = candidates.pop()
-            if match is None:
-                still_new.append(entry)
-            else:
-                del gone[match]
-                plan.renamed.append(Move(match, str(entry.path), str(entry.root), entry.size, entry.mtime_ns))
-        plan.added = still_new
-
-    # --- changing the index ---------------------------------------------------------------------
 
     def _apply(self, plan: Plan, stats: IndexStats) -> None:
         stats.skipped.extend(plan.skipped)
@@ -336,22 +253,76 @@ class Indexer:
                 store.delete_paths(plan.removed)
             stats.renamed += len(plan.renamed)
             stats.removed += len(plan.removed)
-        todo = [(entry, None) for entry in plan.added] + list(plan.changed)
-        self._process(todo, stats)
+        todo: list[tuple[FileEntry, StoredFile | None]] = [(entry, None) for entry in plan.added]
+        self._process(todo + list(plan.changed), stats)
 
     def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
         if not todo:
             return
         total_bytes = sum(e.size for e, _ in todo) or 1
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
+        started = time.perf_counter()
+        done_files = done_bytes = 0
+        pending: list[_Prepared] = []
+        touched: list[FileEntry] = []
+        unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
+        pending_chunks = 0
+        try:
+            with self._reader(todo) as work:
+                while True:
+                    if self.stop.is_set():
+                        stats.stopped = True
+                        break
+                    item = work.get()
+                    batch_ready = False
+                    if item is None:
+                        batch_ready = True
+                    elif isinstance(item, Skipped):
+                        stats.skipped.append(item)
+                        done_files += 1
+                        if str(item.path) in indexed_before:
+                            unreadable.append(str(item.path))
+                    elif isinstance(item, _Touched):
+                        touched.append(item.entry)
+                        done_files += 1
+                        done_bytes += item.entry.size
+                    else:
+                        pending.append(item)
+                        pending_chunks += len(item.chunks)
+                        batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
+                    if batch_ready and (pending or touched or unreadable):
+                        self._embed_and_store(pending, touched, unreadable, stats)
+                        done_files += len(pending)
+                        done_bytes += sum(p.entry.size for p in pending)
+                        pending, touched, unreadable, pending_chunks = [], [], [], 0
+                    elapsed = time.perf_counter() - started
+                    rate = stats.chunks / elapsed if elapsed > 0 else 0.0
+                    eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
+                    self._report(IndexProgress(done_files, len(todo), stats.chunks + stats.reused, rate, eta))
+                    if item is None:
+                        break
+                if stats.stopped and (touched or unreadable):  # finished work is kept
+                    self._embed_and_store([], touched, unreadable, stats)
+        finally:
+            self.progress.clear()
+
+    def _report(self, step: IndexProgress) -> None:
+        self.progress.update(step.line())
+        if self.on_progress is not None:
+            self.on_progress(step)
+
+    @contextlib.contextmanager
+    def _reader(self, todo: list[tuple[FileEntry, StoredFile | None]]) -> Iterator[queue.Queue]:
+        """A thread preparing the files into a bounded queue, ended by None; its error is raised
+        here when the caller is done."""
         work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
         errors: list[BaseException] = []
-        reader_stop = threading.Event()
+        stop = threading.Event()
 
-        def reader() -> None:
+        def read() -> None:
             try:
                 for entry, previous in todo:
-                    if reader_stop.is_set():
+                    if stop.is_set():
                         return
                     work.put(self._prepare(entry, previous))
             except BaseException as exc:  # surfaced in the main thread
@@ -359,60 +330,17 @@ class Indexer:
             finally:
                 work.put(None)
 
-        thread = threading.Thread(target=reader, name="oboyu-reader", daemon=True)
+        thread = threading.Thread(target=read, name="oboyu-reader", daemon=True)
         thread.start()
-        started = time.perf_counter()
-        done_files = done_bytes = 0
-        pending: list[_Prepared] = []
-        touched: list[FileEntry] = []
-        unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
-        pending_chunks = 0
-        finished = False
         try:
-            while not finished:
-                if self.stop.is_set():
-                    stats.stopped = True
-                    break
-                item = work.get()
-                batch_ready = False
-                if item is None:
-                    finished = True
-                    batch_ready = True
-                elif isinstance(item, Skipped):
-                    stats.skipped.append(item)
-                    done_files += 1
-                    if str(item.path) in indexed_before:
-                        unreadable.append(str(item.path))
-                elif isinstance(item, _Touched):
-                    touched.append(item.entry)
-                    done_files += 1
-                    done_bytes += item.entry.size
-                else:
-                    pending.append(item)
-                    pending_chunks += len(item.chunks)
-                    batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
-                if batch_ready and (pending or touched or unreadable):
-                    self._embed_and_store(pending, touched, unreadable, stats)
-                    done_files += len(pending)
-                    done_bytes += sum(p.entry.size for p in pending)
-                    pending, touched, unreadable, pending_chunks = [], [], [], 0
-                elapsed = time.perf_counter() - started
-                rate = stats.chunks / elapsed if elapsed > 0 else 0.0
-                eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
-                step = IndexProgress(done_files, len(todo), stats.chunks + stats.reused, rate, eta)
-                self.progress.update(step.line())
-                if self.on_progress is not None:
-                    self.on_progress(step)
-            if stats.stopped and (touched or unreadable):  # finished work is kept
-                self._embed_and_store([], touched, unreadable, stats)
+            yield work
         finally:
-            reader_stop.set()
+            stop.set()
             while thread.is_alive():  # let a blocked reader finish
                 try:
                     work.get_nowait()
                 except queue.Empty:
                     thread.join(0.05)
-            self.progress.clear()
         if errors:
             raise errors[0]
 
@@ -432,9 +360,9 @@ class Indexer:
         if previous is not None and previous.sha256 == sha and not self.full:
             return _Touched(entry)
         try:
-            extracted, encoding = self._extract(entry, data)
+            extracted, encoding = extract_file(data, entry.file_type)
             chunks = self.chunker.chunk(extracted)
-        except _Skip as exc:
+        except Unextractable as exc:
             return Skipped(path, str(exc))
         except Exception as exc:  # one malformed file must not stop the run
             return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
@@ -446,42 +374,10 @@ class Indexer:
         terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
         return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None)
 
-    def _extract(self, entry: FileEntry, data: bytes) -> tuple[Extracted, str]:
-        if entry.file_type == "pdf":
-            try:
-                return extract_pdf(data), "pdf"
-            except PdfSkipped as exc:
-                raise _Skip(str(exc)) from exc
-        if looks_binary(data):
-            raise _Skip("binary file")
-        try:
-            decoded = decode(data)
-        except UndecodableError as exc:
-            raise _Skip(f"cannot decode: {exc}") from exc
-        return extract(decoded.text, entry.file_type), decoded.encoding
-
-    def _embed(self, texts: list[str]) -> tuple[np.ndarray, int, int]:
-        """Vectors of these passages, from the cache where it has them; (vectors, embedded, reused)."""
-        model_texts = [self.embedder.passage_text(t) for t in texts]
-        if self.cache is None:
-            return self.embedder.embed(model_texts), len(texts), 0
-        fingerprint = self.embedder.info.fingerprint
-        keys = [EmbeddingCache.key(fingerprint, t) for t in model_texts]
-        known = self.cache.get_many(keys, self.embedder.info.dimensions)
-        missing = list(dict.fromkeys(k for k in keys if k not in known))  # repeated texts embed once
-        if missing:
-            text_of = dict(zip(keys, model_texts))
-            vectors = self.embedder.embed([text_of[k] for k in missing])
-            fresh = list(zip(missing, vectors))
-            self.cache.put_many(self.embedder.info.model_id, fresh)
-            known.update(fresh)
-        vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, self.embedder.info.dimensions), np.float32)
-        return vectors, len(missing), len(keys) - len(missing)
-
     def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
                          stats: IndexStats) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
-        vectors, embedded, reused = self._embed(texts)
+        vectors, embedded, reused = embed_passages(self.embedder, texts, self.cache)
         items, offset = [], 0
         for p in prepared:
             n = len(p.chunks)
@@ -505,10 +401,6 @@ class Indexer:
                 stats.added += 1
             else:
                 stats.changed += 1
-
-
-class _Skip(Exception):
-    """A file to skip, with the reason as message."""
 
 
 def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | None]:

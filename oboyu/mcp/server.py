@@ -1,9 +1,10 @@
 """`oboyu mcp`: a Model Context Protocol server so AI assistants can search the index.
 
 Tools: `search`, `read` and `status`; `index` only with `--allow-index`, and only inside folders
-already indexed (it updates the index; no tool deletes or changes a file). `read` serves only files that are in the index
-and whose real path (symlinks and `..` resolved) lies inside the real path of their root. The
-index is opened per call, read-only, so `oboyu index` can run between calls. The HTTP transport
+already indexed (it updates the index; no tool deletes or changes a file). `read` serves only
+files that are in the index and whose real path (symlinks and `..` resolved) lies inside the real
+path of their root. The index is held as a LiveIndex (searches from memory; the file opened
+briefly, read-only, when it changed), so `oboyu index` can run between calls. The HTTP transport
 binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
 """
 
@@ -14,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oboyu.api import open_indexer
 from oboyu.documents.decoding import read_text_file
-from oboyu.models.embedding import Embedder
 from oboyu.documents.extract import split_lines
 from oboyu.errors import OboyuError
+from oboyu.models.embedding import Embedder
+from oboyu.models.rerank import Reranker
 from oboyu.paths import is_within
-from oboyu.search.resident import ResidentIndex
-from oboyu.search.query import make_filters, search
-from oboyu.index.store import open_for_reading
+from oboyu.search.filters import make_filters
+from oboyu.search.live import LiveIndex
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50
@@ -42,7 +44,11 @@ class OboyuTools:
     db_path: Path
     embedder: Embedder
     allow_index: bool = False
-    resident: ResidentIndex = field(default_factory=ResidentIndex)  # reloaded when the index changes
+    reranker: Reranker | None = None
+    live: LiveIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.live = LiveIndex(self.db_path, self.embedder, self.reranker)
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
                type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
@@ -53,8 +59,7 @@ class OboyuTools:
         if not 1 <= k <= MAX_K:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         filters = make_filters([path] if path else [], type, since)
-        with open_for_reading(self.db_path) as store:
-            results = search(store, self.embedder, query, k, filters, mode=mode, resident=self.resident)
+        results = self.live.search(query, mode, k, filters).results
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}
@@ -80,34 +85,30 @@ class OboyuTools:
                 "total_lines": len(lines), "truncated": truncated, "text": text}
 
     def status(self) -> dict[str, Any]:
-        with open_for_reading(self.db_path) as store:
-            documents, chunks = store.counts()
-            roots = [
-                {"path": root, "documents": docs, "chunks": n, "last_update": str(last) if last else None}
-                for root, docs, n, last in store.roots()
-            ]
-            model = store.get_meta("model_id")
+        summary = self.live.summary()
+        roots = [
+            {"path": r.path, "documents": r.documents, "chunks": r.chunks,
+             "last_update": str(r.last_update) if r.last_update else None}
+            for r in summary.roots
+        ]
         updates = [r["last_update"] for r in roots if r["last_update"]]
-        return {"db": str(self.db_path), "model": model, "documents": documents, "chunks": chunks,
-                "roots": roots, "last_update": max(updates) if updates else None}
+        return {"db": str(self.db_path), "model": summary.model, "documents": summary.documents,
+                "chunks": summary.chunks, "roots": roots, "last_update": max(updates) if updates else None}
 
     def index(self, path: str) -> dict[str, Any]:
-        from oboyu.index.embedding_cache import EmbeddingCache
-        from oboyu.index.indexer import Indexer
-
         if not self.allow_index:
             raise RefusedError("indexing is off (start the server with --allow-index)")
         target = self._checked_path(path)
-        with open_for_reading(self.db_path) as store:
-            roots = [os.path.realpath(r.path) for r in store.list_roots()]
+        with self.live.reading() as store:
+            roots = [os.path.realpath(r.path) for r in store.roots()]
         real = os.path.realpath(target)
         root = next((r for r in roots if is_within(real, r)), None)
         if root is None:
             raise RefusedError("only folders inside an indexed root can be indexed from here")
         if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
             raise RefusedError("hidden folders are not indexed")
-        # opened for each write only: this server's own searches and other processes read meanwhile
-        stats = Indexer(self.db_path, self.embedder, cache=EmbeddingCache.default()).index([Path(target)])
+        # the writer is taken for each batch only: this server's searches and other processes read meanwhile
+        stats = open_indexer(self.live, self.embedder).index([Path(target)])
         return {"added": stats.added, "changed": stats.changed, "removed": stats.removed, "renamed": stats.renamed,
                 "unchanged": stats.unchanged, "skipped": len(stats.skipped), "chunks": stats.chunks,
                 "reused": stats.reused}
@@ -122,8 +123,8 @@ class OboyuTools:
 
     def _indexed_real_path(self, path: str) -> str:
         candidate = self._checked_path(path)
-        with open_for_reading(self.db_path) as store:
-            root = store.root_of(candidate)
+        with self.live.reading() as store:
+            root = store.root_of_file(candidate)
         if root is None:
             raise RefusedError("not an indexed file")
         real = os.path.realpath(candidate)

@@ -11,7 +11,7 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
-from oboyu.models.embedding import MANIFEST, MODEL_FILE, ModelInfo
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, ModelInfo
 from oboyu.errors import OboyuError
 from oboyu.paths import models_dir
 

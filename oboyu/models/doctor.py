@@ -9,9 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-from oboyu.models.embedding import PROBE_TEXTS, Embedder
-from oboyu.paths import cache_dir, models_dir
+from oboyu import __version__
+from oboyu.models.embedding import Embedder
+from oboyu.models.probe import probe_sentences
 from oboyu.models.providers import choose_here, cpu_description, physical_cores
+from oboyu.paths import cache_dir, models_dir
 
 
 def machine_report(index: Path) -> dict:
@@ -20,6 +22,7 @@ def machine_report(index: Path) -> dict:
     cpu, features = cpu_description()
     choice = choose_here()
     return {
+        "oboyu": __version__,
         "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
         "python": sys.version.split()[0],
         "cpu": cpu,
@@ -41,7 +44,7 @@ def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
     started = time.perf_counter()
     embedder.load()
     load_seconds = time.perf_counter() - started
-    texts = [embedder.passage_text(line) for line in PROBE_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [embedder.passage_text(line) for line in probe_sentences()]
     tokens = sum(len(e.ids) for e in embedder.tokenizer.encode_batch(texts))
     rounds, spent = 0, 0.0
     while spent < seconds / 2 or rounds == 0:

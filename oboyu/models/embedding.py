@@ -6,13 +6,11 @@ padding stays small; vectors come back in the caller's order, L2-normalised.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oboyu.errors import OboyuError
+from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE, ModelInfo, read_manifest
 from oboyu.models.providers import CPU, GPU_PROVIDERS, Choice, Verdicts, choose_here, cpu_session_options, session_providers
 
 if TYPE_CHECKING:
@@ -29,47 +28,10 @@ if TYPE_CHECKING:
     from oboyu.models.light_tokenizer import LightTokenizer
     from oboyu.models.tokenization import MecabWordPiece
 
-MANIFEST = "manifest.json"
-MODEL_FILE = "model.onnx"
-TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (benchmarks/README.md)
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
-PROBE_TEXTS = Path(__file__).parent / "data" / "probe_sentences.txt"
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    name: str
-    fingerprint: str  # sha256 of the model's files: vectors from different models never mix
-    dimensions: int
-    max_tokens: int
-    query_prefix: str
-    passage_prefix: str
-
-    @property
-    def model_id(self) -> str:
-        return f"{self.name}@{self.fingerprint[:12]}"
-
-    @classmethod
-    def from_manifest(cls, manifest: dict) -> ModelInfo:
-        return cls(
-            name=manifest["id"],
-            # converted models hash all their files (external weights too); the default model, its ONNX file
-            fingerprint=manifest.get("fingerprint") or manifest["files"][MODEL_FILE]["sha256"],
-            dimensions=int(manifest["dimensions"]),
-            max_tokens=int(manifest["max_tokens"]),
-            query_prefix=manifest["prefixes"]["query"],
-            passage_prefix=manifest["prefixes"]["passage"],
-        )
-
-
-def read_manifest(model_dir: Path) -> dict:
-    try:
-        return json.loads((Path(model_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise OboyuError(f"model at {model_dir} has no readable manifest: {exc}") from exc
 
 
 class Embedder:
@@ -153,7 +115,9 @@ class Embedder:
 
     def probe_agreement(self, session: ort.InferenceSession, reference: ort.InferenceSession) -> float:
         """The lowest cosine between two sessions' vectors for the probe texts."""
-        texts = [self.passage_text(line) for line in PROBE_TEXTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+        from oboyu.models.probe import probe_sentences
+
+        texts = [self.passage_text(line) for line in probe_sentences()]
         ours, theirs = self.embed(texts, session=session), self.embed(texts, session=reference)
         return float(np.min(np.sum(ours * theirs, axis=1)))
 

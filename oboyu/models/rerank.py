@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from oboyu.models.embedding import MODEL_FILE, TOKENIZER_FILE, pad_token_id, prepare, read_manifest
+from oboyu.models.embedding import pad_token_id, prepare
+from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE, read_manifest
 from oboyu.models.providers import CPU, cpu_session_options
 
 RERANK_TOKEN_BUDGET = 4096  # padded tokens a batch

@@ -106,7 +106,7 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
         latencies = []
         for q in queries:
             started = time.perf_counter()
-            results = search(None, embedder, q.text, CUTOFF, mode=mode, resident=resident)
+            results = search(resident, embedder, q.text, CUTOFF, mode=mode)
             latencies.append(time.perf_counter() - started)
             ranked = [doc_id_of(r.path) for r in results]
             found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]

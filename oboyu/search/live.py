@@ -1,4 +1,4 @@
-"""An index kept open for a long-lived process (the TUI, the MCP server): searches rank from
+"""An index kept open for a long-lived process (the app, the MCP server): searches rank from
 memory, and the index file is opened only when it has changed on disk, briefly and read-only, so
 that `oboyu index` in another process can take the write lock between queries. While another
 process writes, unfiltered searches answer from the state last loaded and say so.
@@ -17,11 +17,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oboyu.models.embedding import Embedder
 from oboyu.errors import IndexBusyError, OboyuError
-from oboyu.search.resident import ResidentIndex
+from oboyu.index.records import RootSummary
+from oboyu.index.store import Store, open_for_reading
+from oboyu.models.embedding import Embedder
+from oboyu.models.rerank import Reranker
+from oboyu.search.filters import Filters
 from oboyu.search.query import Result, search
-from oboyu.index.store import Filters, Store, open_for_reading
+from oboyu.search.resident import ResidentIndex
 
 READ_WAIT_SECONDS = 0.5  # how long a query waits for another process's write lock
 
@@ -37,13 +40,14 @@ class IndexSummary:
     model: str | None
     documents: int
     chunks: int
-    roots: list[tuple[str, int, int, object]] = field(default_factory=list)  # (root, docs, chunks, last update)
+    roots: list[RootSummary] = field(default_factory=list)
 
 
 class LiveIndex:
-    def __init__(self, db_path: Path, embedder: Embedder | None = None):
+    def __init__(self, db_path: Path, embedder: Embedder | None = None, reranker: Reranker | None = None):
         self.db_path = Path(db_path)
         self.embedder = embedder  # may arrive later (loaded in the background); keyword search needs none
+        self.reranker = reranker  # reorders the best passages when given
         self.resident = ResidentIndex()
         self._seen: tuple | None = None  # file signature when the resident index was last checked
         self._lock = threading.RLock()  # opening connections; the writer's life
@@ -115,22 +119,22 @@ class LiveIndex:
                group: bool = True) -> Answer:
         if not self.exists():
             raise OboyuError(f"no index at {self.db_path}; add a folder first")
-        if filters is None or filters == Filters():
+        if filters is None or filters.is_empty():
             fresh = self.refresh()
-            return Answer(search(None, self.embedder, query, k, None, mode, group, self.resident), stale=not fresh)
+            return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker), stale=not fresh)
         with self.reading() as store:
-            return Answer(search(store, self.embedder, query, k, filters, mode, group))
+            return Answer(search(store, self.embedder, query, k, filters, mode, group, self.reranker))
 
     def model_id(self) -> str | None:
         """The model the index was built with (None for a new index)."""
         if not self.exists():
             return None
         with self.reading() as store:
-            return store.get_meta("model_id")
+            return store.model_id()
 
     def summary(self) -> IndexSummary:
         if not self.exists():
             return IndexSummary(None, 0, 0)
         with self.reading() as store:
             documents, chunks = store.counts()
-            return IndexSummary(store.get_meta("model_id"), documents, chunks, store.roots())
+            return IndexSummary(store.model_id(), documents, chunks, store.root_summaries())

@@ -1,20 +1,24 @@
 """The index's vectors and keyword postings held in memory, for long-lived processes (the MCP
-server, `oboyu eval`, a TUI): each query then costs a matrix product and a few array sums
+server, `oboyu eval`, the app): each query then costs a matrix product and a few array sums
 instead of two table scans. Reloaded when the index's generation (bumped by every write) moves.
+A `Ranker` for unfiltered searches; filtered ones rank in SQL (`SqlRanker`).
 """
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 
-from oboyu.index.store import BM25_B, BM25_K1, SearchHit, Store
+from oboyu.errors import OboyuError
+from oboyu.index.records import SearchHit
+from oboyu.index.store import Store
+from oboyu.search.filters import Filters
+from oboyu.search.rankers import BM25_B, BM25_K1, Scores, SqlRanker
 
 
 class ResidentIndex:
     def __init__(self) -> None:
         self.generation: str | None = None
-        self.model_id: str | None = None  # the model the loaded vectors came from
+        self._model_id: str | None = None  # the model the loaded vectors came from
         self.chunk_ids = np.array([], dtype=object)
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (chunk rows, tf)
@@ -24,37 +28,21 @@ class ResidentIndex:
         self._last_scores: tuple[bytes, str | None, np.ndarray] | None = None
 
     def refresh(self, store: Store) -> ResidentIndex:
-        generation = store.get_meta("generation") or ""
-        if generation != self.generation:
-            self._load(store)
-            self.generation = generation
+        """Reload from the store when it has changed since the last load."""
+        if (store.get_meta("generation") or "") != self.generation:
+            self._load(SqlRanker(store))
         return self
 
-    def _load(self, store: Store) -> None:
-        self.model_id = store.get_meta("model_id")
+    def _load(self, ranker: SqlRanker) -> None:
+        snapshot = ranker.snapshot()
         self._last_scores = None
-        self.hits = store.all_chunks()
-        con = store.con
-        # rows are chunks in chunk-id order; the joins to them run in SQL, so that millions of
-        # postings come back as three numeric arrays rather than as Python strings
-        rows = "(SELECT chunk_id, (row_number() OVER (ORDER BY chunk_id) - 1)::INTEGER AS row FROM embeddings)"
-        embeddings = con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
-        self.chunk_ids = embeddings["chunk_id"].astype(object)
-        total = len(self.chunk_ids)
-        self.vectors = np.stack(embeddings["vector"]).astype(np.float32) if total else np.zeros((0, 0), np.float32)
-        del embeddings
-        self.leads = np.zeros(total, dtype=bool)
-        self.leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
-        lengths = np.zeros(total, dtype=np.float32)
-        found = con.execute(f"SELECT r.row, k.length::FLOAT AS length FROM kw_lengths k JOIN {rows} r USING (chunk_id)").fetchnumpy()
-        lengths[found["row"].astype(np.int64)] = found["length"]
-        average = lengths.mean() if total and lengths.mean() > 0 else 1.0
+        self._model_id = snapshot.model_id
+        self.hits = snapshot.hits
+        self.chunk_ids, self.vectors, self.leads = snapshot.chunk_ids, snapshot.vectors, snapshot.leads
+        lengths = snapshot.lengths
+        average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
         self.length_norm = (BM25_K1 * (1 - BM25_B + BM25_B * lengths / average)).astype(np.float32)
-        terms = con.execute("SELECT DISTINCT term FROM kw_postings ORDER BY term").fetchnumpy()["term"]
-        numbered = "(SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS t FROM (SELECT DISTINCT term FROM kw_postings))"
-        postings = con.execute(
-            f"SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN {rows} r USING (chunk_id) JOIN {numbered} n USING (term)"
-        ).fetchnumpy()
+        postings = snapshot.postings
         order = np.argsort(postings["t"], kind="stable")
         term_of, row_of, tf_of = postings["t"][order], postings["row"][order].astype(np.int64), postings["tf"][order]
         del postings, order
@@ -63,7 +51,13 @@ class ResidentIndex:
             starts = np.flatnonzero(np.r_[True, term_of[1:] != term_of[:-1]])
             ends = np.r_[starts[1:], len(term_of)]
             for start, end in zip(starts, ends):
-                self.postings[terms[term_of[start]]] = (row_of[start:end], tf_of[start:end])
+                self.postings[snapshot.terms[term_of[start]]] = (row_of[start:end], tf_of[start:end])
+        self.generation = snapshot.generation
+
+    # --- Ranker ---------------------------------------------------------------------------------
+
+    def model_id(self) -> str | None:
+        return self._model_id
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         return {cid: self.hits[cid] for cid in ids if cid in self.hits}
@@ -71,7 +65,9 @@ class ResidentIndex:
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         return {cid: self.hits[cid].path for cid in ids if cid in self.hits}
 
-    def vector_scores(self, query_vector: np.ndarray, n: int, leads_only: bool = False) -> list[tuple[str, float]]:
+    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
+                      leads_only: bool = False) -> Scores:
+        _unfiltered(filters)
         if not len(self.chunk_ids):
             return []
         key = query_vector.astype(np.float32).tobytes()
@@ -80,7 +76,8 @@ class ResidentIndex:
             last = self._last_scores = (key, self.generation, self.vectors @ query_vector.astype(np.float32))
         return self._top(last[2], n, self.leads if leads_only else None)
 
-    def keyword_scores(self, terms: list[str], n: int) -> list[tuple[str, float]]:
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
+        _unfiltered(filters)
         total = len(self.chunk_ids)
         scores = np.zeros(total, dtype=np.float32)
         hit = np.zeros(total, dtype=bool)
@@ -93,7 +90,7 @@ class ResidentIndex:
             hit[rows] = True
         return self._top(scores, n, hit)
 
-    def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray | None) -> list[tuple[str, float]]:
+    def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray | None) -> Scores:
         """The n best rows among the eligible ones (all when None)."""
         if eligible is None:
             candidates = np.argpartition(-scores, n - 1)[:n] if len(scores) > n else np.arange(len(scores))
@@ -108,7 +105,6 @@ class ResidentIndex:
         return [(self.chunk_ids[i], float(scores[i])) for i in order]
 
 
-def _ints(con: duckdb.DuckDBPyConnection, sql: str) -> np.ndarray:
-    """The first column of a query, as row numbers."""
-    result = con.execute(sql).fetchnumpy()
-    return next(iter(result.values())).astype(np.int64)
+def _unfiltered(filters: Filters | None) -> None:
+    if filters is not None and not filters.is_empty():
+        raise OboyuError("a filtered search ranks in the index file (SqlRanker), not from memory")

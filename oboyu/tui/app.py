@@ -24,14 +24,15 @@ from textual.widgets import Footer, Input, OptionList, Static
 from oboyu.documents.decoding import read_text_file
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder
+from oboyu.models.rerank import Reranker
 from oboyu.errors import OboyuError
 from oboyu.documents.extract import split_lines
-from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexProgress, IndexStats
+from oboyu.api import open_indexer
+from oboyu.index.indexer import IndexProgress, IndexStats
 from oboyu.documents.keywords import match_spans, words
 from oboyu.search.live import Answer, IndexSummary, LiveIndex
 from oboyu.search.query import MODES, Result
-from oboyu.index.store import Filters
+from oboyu.search.filters import Filters
 from oboyu.tui.screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.widgets import Preview, ResultList, display_path, preview_text
@@ -60,9 +61,10 @@ class OboyuApp(App):
         Binding("y", "copy_path", "Copy path"),
     ]
 
-    def __init__(self, db_path: Path, embedder: Embedder | None = None, mode: str = "hybrid"):
+    def __init__(self, db_path: Path, embedder: Embedder | None = None, mode: str = "hybrid",
+                 reranker: Reranker | None = None):
         super().__init__()
-        self.live = LiveIndex(db_path, embedder)
+        self.live = LiveIndex(db_path, embedder, reranker)
         self.model_ready = threading.Event()
         if embedder is not None:
             self.model_ready.set()
@@ -306,7 +308,7 @@ class OboyuApp(App):
         self.run_worker(partial(self._index_in_thread, paths), thread=True, group="index", exit_on_error=False)
 
     def reindex_all(self) -> None:
-        roots = [Path(root) for root, *_ in self.summary.roots]
+        roots = [Path(r.path) for r in self.summary.roots]
         if not roots:
             self.notify("no folders indexed yet", severity="warning")
             return
@@ -339,8 +341,7 @@ class OboyuApp(App):
             if self.live.embedder is None:
                 raise OboyuError("the model is not loaded; indexing needs it")
             # the file is opened for each batch's write only, so other processes read meanwhile
-            stats = Indexer(self.live.db_path, self.live.embedder, on_progress=progress, stop=self._index_stop,
-                            cache=EmbeddingCache.default(), open_writer=self.live.writing).index(paths)
+            stats = open_indexer(self.live, self.live.embedder, progress, stop=self._index_stop).index(paths)
         except Exception as exc:
             self.call_from_thread(self._index_finished, None, exc)
             return
@@ -404,7 +405,7 @@ class OboyuApp(App):
                 self.notify(f"no such folder: {path.parent}", severity="error")
                 return
             embedder = self.live.embedder
-            self.live = self._searches.live = LiveIndex(path, embedder)
+            self.live = self._searches.live = LiveIndex(path, embedder, self.live.reranker)
             self.shown = None
             self.refresh_summary()
             self.search_now()

@@ -18,8 +18,8 @@ from textual.widgets import (Button, DataTable, DirectoryTree, Footer, Input, La
 from oboyu.errors import OboyuError
 from oboyu.index.indexer import IndexProgress
 from oboyu.search.live import IndexSummary
-from oboyu.search.query import make_filters
-from oboyu.index.store import Filters
+from oboyu.search.filters import make_filters
+from oboyu.search.filters import Filters
 from oboyu.tui.widgets import display_path
 
 
@@ -206,14 +206,14 @@ class IndexScreen(Screen):
         table = self.query_one("#roots", DataTable)
         table.clear(columns=True)
         # widths set here, from the rows, so the table never draws before it has measured them
-        folders = [display_path(root) for root, *_ in summary.roots]
+        folders = [display_path(r.path) for r in summary.roots]
         table.add_column("Folder", width=max([cell_len(f) for f in folders] + [6]))
         table.add_column("Documents", width=9)
         table.add_column("Chunks", width=9)
         table.add_column("Last update", width=16)
-        for folder, (root, documents, chunks, last) in zip(folders, summary.roots):
-            when = last.strftime("%Y-%m-%d %H:%M") if isinstance(last, datetime) else "—"
-            table.add_row(folder, f"{documents:,}", f"{chunks:,}", when, key=root)
+        for folder, r in zip(folders, summary.roots):
+            when = r.last_update.strftime("%Y-%m-%d %H:%M") if isinstance(r.last_update, datetime) else "—"
+            table.add_row(folder, f"{r.documents:,}", f"{r.chunks:,}", when, key=r.path)
 
     def show_progress(self, progress: IndexProgress | None, message: str = "") -> None:
         bar = self.query_one("#progress", ProgressBar)

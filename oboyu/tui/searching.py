@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from oboyu.search.live import Answer, LiveIndex
-from oboyu.index.store import Filters
+from oboyu.search.filters import Filters
 
 THROTTLE_SECONDS = 0.1
 

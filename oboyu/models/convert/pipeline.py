@@ -2,7 +2,7 @@
 
 `convert()` is what `oboyu models pull/convert` and `scripts/onnx_conversion/convert.py` run. Work
 happens in a hidden folder beside the installed models; only a model that passed every check is
-renamed into place, so a failed or killed conversion installs nothing.
+renamed into place (`oboyu.models.install`), so a failed or killed conversion installs nothing.
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from oboyu import __version__
-from oboyu.models.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder
+from oboyu.models.embedding import Embedder
+from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE
 from oboyu.errors import OboyuError
-from oboyu.models.default.build import probe_texts
+from oboyu.models.probe import probe_texts
 from oboyu.paths import models_dir
 from oboyu.models.convert import export, optimize, quantize, validate
-from oboyu.models.install import file_record, fingerprint, fsync_files, install_folder_name, save_with_external_data
+from oboyu.models.install import file_record, fingerprint, install, install_folder_name, save_with_external_data, work_folder
 from oboyu.models.convert.source import SourceModel, fetch
 from oboyu.models.convert.tokenizer_files import check_tokenizer, write_runtime_tokenizer
 
@@ -72,9 +72,7 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
     if rerank and options.quantization == "static":
         raise OboyuError("static quantization of rerankers is not supported; use --quantization dynamic or none")
     root = root or models_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".convert-", dir=root))
-    try:
+    with work_folder(root, ".convert-") as work:
         step("tokenizer", f"{source.describe()}; checking the tokenizer")
         tokenizer_file = write_runtime_tokenizer(source, work)
         base = _manifest(source, options)
@@ -168,15 +166,9 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
         manifest["fingerprint"] = fingerprint(manifest["files"])
         done("install")
         manifest["timings"] = timings | {"total": round(time.perf_counter() - started, 2)}
-        (staged / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        fsync_files(staged)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staged, final)
+        install(staged, final, manifest)
         progress(f"installed {manifest['id']} at {final} in {manifest['timings']['total']:.1f}s")
         return manifest | {"path": str(final)}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _manifest(source: SourceModel, options: Options) -> dict:

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from oboyu.models.embedding import TOKENIZER_FILE
+from oboyu.models.manifest import TOKENIZER_FILE
 from oboyu.errors import OboyuError
 from oboyu.models.convert.source import SourceModel
 

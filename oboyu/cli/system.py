@@ -1,0 +1,108 @@
+"""`oboyu tui`, `doctor`, `cache` and `mcp`: the app, the machine, the embedding cache and the
+server for AI assistants."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from oboyu.cli.common import db_option, db_path, index_model
+from oboyu.errors import OboyuError
+from oboyu.progress import ProgressLine
+
+RERANK_HELP = "Reorder the best passages with the installed reranker (default: when one is installed)."
+
+
+@click.command()
+@db_option
+@click.option("--rerank/--no-rerank", default=None, help=RERANK_HELP)
+def tui(db: Path | None, rerank: bool | None) -> None:
+    """The interactive app: search as you type, preview, open, manage indexes."""
+    from oboyu.tui import run
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise OboyuError("the interactive app needs a terminal; use `oboyu query` in scripts")
+    run(db_path(db), rerank)
+
+
+@click.group()
+def cache() -> None:
+    """The embedding cache: vectors kept so that unchanged text is never embedded twice."""
+
+
+@cache.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def cache_stats(as_json: bool) -> None:
+    """Show the cache's location, size and number of vectors."""
+    from oboyu.index.embedding_cache import EmbeddingCache
+
+    stats = EmbeddingCache.default().stats()
+    info = {"path": str(stats.path), "vectors": stats.vectors, "models": stats.models, "bytes": stats.bytes}
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        for key, value in info.items():
+            click.echo(f"{key:>8}: {value}")
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Empty the cache (indexes keep their vectors)."""
+    from oboyu.index.embedding_cache import EmbeddingCache
+
+    removed = EmbeddingCache.default().clear()
+    click.echo(f"removed {removed} cached vectors", err=True)
+
+
+@click.command()
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.option("--seconds", type=click.FloatRange(0.2, 60), default=2.0, show_default=True,
+              help="Length of the self-benchmark.")
+def doctor(db: Path | None, as_json: bool, seconds: float) -> None:
+    """Show the version, platform, CPU features, onnxruntime providers (available and chosen),
+    threads, model and cache locations, then time the engine here (the index's model, else the default)."""
+    from oboyu.models.doctor import machine_report, self_benchmark
+    from oboyu.models.loading import load_embedder
+
+    path = db_path(db)
+    report = machine_report(path)
+    if not as_json:
+        _print_fields(report)
+    notices: list[str] = []
+    embedder = load_embedder(index_model(path), progress=ProgressLine(enabled=not as_json), notify=notices.append)
+    benchmark = self_benchmark(embedder, seconds) | {"notices": notices}
+    if as_json:
+        click.echo(json.dumps(report | {"benchmark": benchmark}, ensure_ascii=False, indent=2))
+    else:
+        click.echo()
+        _print_fields(benchmark)
+
+
+def _print_fields(fields: dict) -> None:
+    for key, value in fields.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) or "none"
+        click.echo(f"{key.replace('_', ' '):>20}: {value}")
+
+
+@click.command()
+@db_option
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port for --http.")
+@click.option("--allow-index", is_flag=True, help="Offer an `index` tool, limited to folders already indexed.")
+@click.option("--rerank/--no-rerank", default=None, help=RERANK_HELP)
+def mcp(db: Path | None, http: bool, port: int, allow_index: bool, rerank: bool | None) -> None:
+    """Serve the index to AI assistants over the Model Context Protocol."""
+    from oboyu.mcp import OboyuTools, serve
+    from oboyu.models.loading import load_embedder, load_reranker
+
+    path = db_path(db)
+    if not path.exists():
+        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    # progress to stderr only: on stdio, stdout carries the protocol
+    embedder = load_embedder(index_model(path), progress=ProgressLine()).load()
+    serve(OboyuTools(path, embedder, allow_index, load_reranker(rerank)), http=http, port=port)

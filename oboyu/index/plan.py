@@ -1,0 +1,112 @@
+"""What an update changes: the disk under the parts asked for, compared with what the index
+holds there. Size and modification time are trusted, so an unchanged file is never opened; a file
+whose stat changed is hashed only when asked (`status --pending`) or at write time. A new file
+with the content of a file that went away is a rename or move: its rows follow it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oboyu.documents.crawl import FileEntry, Skipped, crawl_part
+from oboyu.documents.extract import file_type_for
+from oboyu.index.records import Move, Root, StoredFile
+from oboyu.index.store import Store
+
+
+@dataclass(frozen=True)
+class Part:
+    """A root, or a folder or file inside it, to compare."""
+
+    root: Root
+    path: Path
+
+
+@dataclass
+class Plan:
+    """What an update would change; computing it writes nothing."""
+
+    added: list[FileEntry] = field(default_factory=list)
+    changed: list[tuple[FileEntry, StoredFile]] = field(default_factory=list)  # stat differs; maybe not content
+    removed: list[str] = field(default_factory=list)
+    renamed: list[Move] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.added or self.changed or self.removed or self.renamed)
+
+
+def sha256_of(path: Path, max_bytes: int) -> str | None:
+    """The content hash of a file, or None when it cannot be read or is over the cap."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest() if len(data) <= max_bytes else None
+
+
+def stored_files(store: Store, parts: list[Part]) -> dict[str, StoredFile]:
+    """What the index holds under the parts, by path."""
+    stored: dict[str, StoredFile] = {}
+    for part in parts:
+        stored.update(store.files_under(str(part.path)))
+    return stored
+
+
+def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, full: bool = False,
+            hash_changed: bool = False) -> Plan:
+    """The plan for `parts`: with `full` every file counts as changed; with `hash_changed` a file
+    whose stat changed is hashed, and counts as unchanged when its content did not."""
+    plan = Plan()
+    found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
+    skipped: dict[str, Skipped] = {}
+    for part in parts:
+        for item in crawl_part(Path(part.root.path), part.path, part.root.follow_symlinks, max_bytes):
+            if isinstance(item, Skipped):
+                skipped.setdefault(str(item.path), item)
+            else:
+                found.setdefault(str(item.path), item)
+    plan.skipped = list(skipped.values())
+    gone = {path: stored[path] for path in stored if path not in found}
+    for path, entry in found.items():
+        previous = stored.get(path)
+        if previous is None:
+            plan.added.append(entry)
+        elif full:
+            plan.changed.append((entry, previous))
+        elif (previous.size, previous.mtime_ns) == (entry.size, entry.mtime_ns):
+            plan.unchanged += 1
+        elif hash_changed and sha256_of(entry.path, max_bytes) == previous.sha256:
+            plan.unchanged += 1  # touched, not changed
+        else:
+            plan.changed.append((entry, previous))
+    if gone and plan.added and not full:
+        _find_renames(plan, gone, max_bytes)
+    plan.removed = sorted(gone)
+    return plan
+
+
+def _find_renames(plan: Plan, gone: dict[str, StoredFile], max_bytes: int) -> None:
+    """New files with the content of files that went away; hashed only when sizes match."""
+    by_content: dict[tuple[int, str, str | None], list[str]] = {}
+    sizes = {info.size for info in gone.values()}
+    for path, info in gone.items():
+        by_content.setdefault((info.size, info.sha256, file_type_for(Path(path))), []).append(path)
+    still_new = []
+    for entry in plan.added:
+        match = None
+        if entry.size in sizes:
+            sha = sha256_of(entry.path, max_bytes)
+            candidates = by_content.get((entry.size, sha or "", entry.file_type))
+            if candidates:
+                match = candidates.pop()
+        if match is None:
+            still_new.append(entry)
+        else:
+            del gone[match]
+            plan.renamed.append(Move(match, str(entry.path), str(entry.root), entry.size, entry.mtime_ns))
+    plan.added = still_new

@@ -1,0 +1,105 @@
+"""What the index stores and hands back: documents, chunks, roots and moves, as plain records."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass
+class DocumentRecord:
+    path: str
+    root: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    encoding: str
+    file_type: str
+    title: str | None
+
+
+@dataclass
+class ChunkRecord:
+    id: str
+    ordinal: int
+    heading: str
+    start_line: int
+    end_line: int
+    start_char: int
+    end_char: int
+    text: str
+    terms: dict[str, int] = field(default_factory=dict)  # keyword index terms and counts
+    page_start: int | None = None  # PDF pages the chunk spans, from 1
+    page_end: int | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """A file renamed or moved with its content unchanged."""
+
+    old_path: str
+    new_path: str
+    root: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class StoredFile:
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass
+class SearchHit:
+    """A chunk's display fields."""
+
+    chunk_id: str
+    path: str
+    title: str | None
+    heading: str
+    start_line: int
+    end_line: int
+    text: str
+    page_start: int | None = None  # PDF pages
+    page_end: int | None = None
+
+
+@dataclass(frozen=True)
+class Root:
+    """A folder (or file) the person asked to index; `oboyu index` with no path updates them all."""
+
+    path: str
+    name: str
+    follow_symlinks: bool = False
+
+
+@dataclass(frozen=True)
+class RootSummary:
+    """An indexed folder with what the index holds of it."""
+
+    root: Root
+    documents: int
+    chunks: int
+    last_update: datetime | None  # the newest file's indexing, else when the folder was added
+
+    @property
+    def path(self) -> str:
+        return self.root.path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+
+def chunk_id(path: str, start_char: int, end_char: int, text: str) -> str:
+    """A chunk's id: stable while its file's path and text are."""
+    key = f"{path}\0{start_char}\0{end_char}\0{text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def keyword_text(title: str | None, heading: str, text: str) -> str:
+    """What the keyword index reads for a chunk: title, heading path and text."""
+    return "\n".join(part for part in (title, heading, text) if part)

@@ -1,0 +1,73 @@
+"""The index's tables and their versions: `create` makes the current schema; each older version
+has one migration, numbered by the version it brings the file to, run in order in one transaction.
+
+Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
+of chunks. The embeddings table is made when the index's model is set (its width is the model's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oboyu.documents.keywords import term_counts
+from oboyu.index.records import Root, keyword_text
+
+if TYPE_CHECKING:
+    from oboyu.index.store import Store
+
+SCHEMA_VERSION = 3
+
+_BASE = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE SEQUENCE IF NOT EXISTS document_ids;
+CREATE TABLE IF NOT EXISTS documents (
+    id BIGINT, path VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, sha256 VARCHAR,
+    encoding VARCHAR, file_type VARCHAR, title VARCHAR, indexed_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id VARCHAR, document_id BIGINT, ordinal INTEGER, heading VARCHAR, start_line INTEGER,
+    end_line INTEGER, start_char INTEGER, end_char INTEGER, text VARCHAR, page_start INTEGER, page_end INTEGER
+);
+"""
+_KEYWORDS = """
+CREATE TABLE IF NOT EXISTS kw_postings (chunk_id VARCHAR, term VARCHAR, tf INTEGER);
+CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
+"""
+_ROOTS = "CREATE TABLE IF NOT EXISTS roots (path VARCHAR, name VARCHAR, follow_symlinks BOOLEAN, added_at TIMESTAMP);"
+
+
+def create(store: Store) -> None:
+    """The current schema in an empty file (the caller holds a transaction)."""
+    for ddl in (_BASE, _KEYWORDS, _ROOTS):
+        store.con.execute(ddl)
+    store.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+def migrate_to_2(store: Store) -> None:
+    """The keyword index, built from the stored chunk texts."""
+    rows = store.con.execute(
+        "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+    ).fetchall()
+    store.con.execute(_KEYWORDS)
+    store.insert_keywords([(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows])
+
+
+def migrate_to_3(store: Store) -> None:
+    """PDF pages of chunks; roots, one for each folder documents were indexed under."""
+    store.con.execute("ALTER TABLE chunks ADD COLUMN page_start INTEGER")
+    store.con.execute("ALTER TABLE chunks ADD COLUMN page_end INTEGER")
+    store.con.execute(_ROOTS)
+    for (root,) in store.con.execute("SELECT DISTINCT root FROM documents ORDER BY root").fetchall():
+        store.insert_root(Root(root, store.unique_root_name(Path(root).name or root)))
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3}
+
+
+def migrate(store: Store, version: int) -> None:
+    """Bring a file of `version` to SCHEMA_VERSION (the caller holds a transaction)."""
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[target](store)
+    store.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])

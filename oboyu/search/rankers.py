@@ -1,0 +1,165 @@
+"""Ranking chunks for a query, behind one interface: `Ranker`. `SqlRanker` ranks inside the
+DuckDB file (every filter applies); `ResidentIndex` (oboyu.search.resident) holds the vectors and
+postings in memory for long-lived processes and ranks with NumPy, from arrays this module reads.
+
+Both give the same scores: cosine (vectors are L2-normalised, so the inner product) and BM25 over
+the keyword postings (any query term may match), best first, ties by chunk id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from oboyu.errors import OboyuError
+from oboyu.index.columns import sql_strings
+from oboyu.index.records import SearchHit
+from oboyu.index.store import Store
+from oboyu.search.filters import Filters
+
+BM25_K1, BM25_B = 0.9, 0.4
+
+Scores = list[tuple[str, float]]  # (chunk id, score), best first
+
+
+class Ranker(Protocol):
+    def model_id(self) -> str | None:
+        """The model the ranked vectors came from (None: an empty index)."""
+
+    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
+                      leads_only: bool = False) -> Scores:
+        """The n best chunks by cosine among those passing the filters (with `leads_only`, each
+        file's first chunk only)."""
+
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
+        """The n best chunks by BM25 over the query's terms."""
+
+    def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
+        """Display fields of these chunks."""
+
+    def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
+        """chunk id -> path of its file."""
+
+
+@dataclass
+class Snapshot:
+    """Everything a ResidentIndex ranks from, as arrays; rows are chunks in chunk-id order."""
+
+    generation: str
+    model_id: str | None
+    chunk_ids: np.ndarray  # object
+    vectors: np.ndarray  # float32 (rows, dimensions)
+    leads: np.ndarray  # bool: the row is its file's first chunk
+    lengths: np.ndarray  # float32: keyword terms per chunk
+    terms: np.ndarray  # object: distinct terms, sorted
+    postings: dict[str, np.ndarray]  # `t` (index into terms), `row`, `tf`: one entry a posting
+    hits: dict[str, SearchHit]
+
+
+class SqlRanker:
+    """Ranks in SQL over an open Store."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.con = store.con
+
+    def model_id(self) -> str | None:
+        return self.store.model_id()
+
+    def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
+                      leads_only: bool = False) -> Scores:
+        dim = int(self.store.get_meta("dimensions") or 0)
+        if dim == 0:
+            return []
+        if query_vector.shape[-1] != dim:
+            raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
+        where, params = (filters or Filters()).sql()
+        # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
+        literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
+        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.document_id"
+        if leads_only:
+            join = join or "JOIN chunks c ON c.id = e.chunk_id"
+            where += " AND c.ordinal = 0"
+        return self.con.execute(
+            f"""
+            SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
+            FROM embeddings e {join} WHERE {where}
+            ORDER BY score DESC, e.chunk_id LIMIT ?
+            """,
+            [*params, int(n)],
+        ).fetchall()
+
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
+        terms = sorted(set(terms))
+        if not terms:
+            return []
+        where, params = (filters or Filters()).sql()
+        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id"
+        placeholders = ", ".join("?" for _ in terms)
+        return self.con.execute(
+            f"""
+            WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
+            matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
+            df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
+            SELECT p.chunk_id,
+                   sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                       * p.tf * ({BM25_K1} + 1)
+                       / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
+            FROM matched p JOIN df USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
+            WHERE {where}
+            GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
+            """,
+            [*terms, *params, int(n)],
+        ).fetchall()
+
+    def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
+        return self._hits(f"WHERE c.id IN ({sql_strings(ids)})") if ids else {}
+
+    def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = self.con.execute(
+            "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({sql_strings(ids)})"
+        ).fetchall()
+        return dict(rows)
+
+    def _hits(self, where: str) -> dict[str, SearchHit]:
+        rows = self.con.execute(
+            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, c.page_start, c.page_end "
+            f"FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
+        ).fetchall()
+        return {row[0]: SearchHit(*row) for row in rows}
+
+    def snapshot(self) -> Snapshot:
+        """The whole index as arrays. The joins to rows run in SQL, so that millions of postings
+        come back as three numeric arrays rather than as Python strings."""
+        con = self.con
+        generation = self.store.get_meta("generation") or ""
+        rows = "(SELECT chunk_id, (row_number() OVER (ORDER BY chunk_id) - 1)::INTEGER AS row FROM embeddings)"
+        embeddings = con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
+        chunk_ids = embeddings["chunk_id"].astype(object)
+        total = len(chunk_ids)
+        vectors = np.stack(embeddings["vector"]).astype(np.float32) if total else np.zeros((0, 0), np.float32)
+        del embeddings
+        leads = np.zeros(total, dtype=bool)
+        leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
+        lengths = np.zeros(total, dtype=np.float32)
+        found = con.execute(f"SELECT r.row, k.length::FLOAT AS length FROM kw_lengths k JOIN {rows} r USING (chunk_id)").fetchnumpy()
+        lengths[found["row"].astype(np.int64)] = found["length"]
+        terms = con.execute("SELECT DISTINCT term FROM kw_postings ORDER BY term").fetchnumpy()["term"]
+        numbered = "(SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS t FROM (SELECT DISTINCT term FROM kw_postings))"
+        postings = con.execute(
+            f"SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN {rows} r USING (chunk_id) "
+            f"JOIN {numbered} n USING (term)"
+        ).fetchnumpy()
+        return Snapshot(generation, self.store.model_id(), chunk_ids, vectors, leads, lengths, terms, postings,
+                        self._hits(""))
+
+
+def _ints(con, sql: str) -> np.ndarray:
+    """The first column of a query, as row numbers."""
+    result = con.execute(sql).fetchnumpy()
+    return next(iter(result.values())).astype(np.int64)

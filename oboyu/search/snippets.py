@@ -1,0 +1,80 @@
+"""Snippets: the sentence of a passage that shares most words with the query, widened with its
+neighbours up to a length, and where the query's words are in it."""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from oboyu.documents.chunking import split_sentences
+from oboyu.documents.keywords import match_spans, words
+
+SNIPPET_CHARS = 200
+
+
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _bigrams(norm: str) -> set[str]:
+    """Character bigrams (and words for spaced scripts) of normalised text."""
+    grams = {norm[i : i + 2] for i in range(len(norm) - 1) if not norm[i : i + 2].isspace()}
+    grams.update(w for w in re.findall(r"\w+", norm) if len(w) > 1)
+    return grams
+
+
+# The same passages come back query after query (typing, refining, paging), so their sentence
+# spans and sentence features are kept: a few MB for thousands of passages.
+@functools.lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(split_sentences(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _normalised_sentence(sentence: str) -> str:
+    return _normalise(sentence)
+
+
+@functools.lru_cache(maxsize=16384)
+def _sentence_bigrams(norm: str) -> frozenset[str]:
+    return frozenset(_bigrams(norm))
+
+
+def make_snippet(
+    text: str, query: str, limit: int = SNIPPET_CHARS, terms: list[str] | None = None
+) -> tuple[str, list[tuple[int, int]]]:
+    """The sentence that shares most words with the query (then most character bigrams),
+    widened with its neighbours up to `limit`, and the spans of the query's words in it.
+    `terms` are the query's words when the caller has them already."""
+    term_set = set(words(query) if terms is None else terms)
+    spans = _sentences(text) or ((0, len(text)),)
+    # substring tests on the normalised sentences: cheap, and MeCab runs once, on the snippet
+    substring_terms = [t for t in term_set if len(t) > 1 or not t.isascii()]
+    sentences = [_normalised_sentence(text[a:b]) for a, b in spans]
+    hits = [sum(1 for t in substring_terms if t in sentence) for sentence in sentences]
+    most = max(hits)
+    tied = [i for i, h in enumerate(hits) if h == most]
+    best = tied[0]
+    if len(tied) > 1:  # bigrams only break ties: most sentences never need them
+        wanted = _bigrams(_normalise(query))
+        best = max(tied, key=lambda i: (len(_sentence_bigrams(sentences[i]) & wanted), -i))
+    lo = hi = best
+    while True:
+        grew = False
+        if hi + 1 < len(spans) and spans[hi + 1][1] - spans[lo][0] <= limit:
+            hi += 1
+            grew = True
+        if lo > 0 and spans[hi][1] - spans[lo - 1][0] <= limit:
+            lo -= 1
+            grew = True
+        if not grew:
+            break
+    start, end = spans[lo][0], spans[hi][1]
+    snippet = re.sub(r"\s+", " ", text[start:end]).strip()
+    if len(snippet) > limit:
+        snippet = snippet[: limit - 1].rstrip() + "…"
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text.rstrip()) and not snippet.endswith("…") else ""
+    snippet = prefix + snippet + suffix
+    return snippet, match_spans(snippet, term_set)
