@@ -34,14 +34,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from oboyu.index.indexer import embedding_text
+from oboyu.index.store import Store
+from oboyu.models.default.build import ensure_default_model
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_default_embedder
-from oboyu.search.evaluate import doc_file_name, p95, read_jsonl, read_queries
-from oboyu.index.indexer import embedding_text
-from oboyu.search.live import LiveIndex
-from oboyu.models.default.build import ensure_default_model
 from oboyu.models.providers import cpu_description, physical_cores
-from oboyu.index.store import Store
+from oboyu.search.evaluate import doc_file_name, p95, read_jsonl, read_queries
+from oboyu.search.live import LiveIndex
 
 HERE = Path(__file__).resolve().parent
 DEV_SET = HERE.parents[1] / "shared" / "eval" / "dev" / "manpages-ja"

@@ -19,14 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from oboyu.models.loading import load_default_embedder
 from oboyu.errors import IndexBusyError
 from oboyu.index.indexer import Indexer
-from oboyu.search.query import search
 from oboyu.index.store import open_for_reading
+from oboyu.models.loading import load_default_embedder
+from oboyu.search.query import search
 
-WORDS = ("議事録 予算 会議 確定申告 領収書 バックアップ 復元 データベース 玉ねぎ 味噌 旅行 新幹線 "
-         "backup restore database meeting budget travel kernel network schedule invoice").split()
+WORDS = ["議事録", "予算", "会議", "確定申告", "領収書", "バックアップ", "復元", "データベース", "玉ねぎ", "味噌", "旅行", "新幹線", "backup", "restore", "database", "meeting", "budget", "travel", "kernel", "network", "schedule", "invoice"]
 
 
 def sentence(rng: random.Random) -> str:

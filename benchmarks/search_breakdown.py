@@ -12,9 +12,9 @@ import statistics
 import time
 from pathlib import Path
 
-from oboyu.models.loading import load_default_embedder
 from oboyu.documents.keywords import words
 from oboyu.index.store import Store
+from oboyu.models.loading import load_default_embedder
 from oboyu.search.query import _best_per_file, fuse, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.search.snippets import make_snippet

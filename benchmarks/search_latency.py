@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from oboyu.documents import keywords
-from oboyu.search import snippets
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_default_embedder
+from oboyu.search import snippets
 from oboyu.search.evaluate import p95, read_queries
 from oboyu.search.live import LiveIndex
 

@@ -24,10 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from textual.keys import _character_to_key  # noqa: E402  (how Pilot names a typed character)
+
 from oboyu.models.loading import load_default_embedder  # noqa: E402
 from oboyu.search.evaluate import p95, read_queries  # noqa: E402
 from oboyu.tui.app import OboyuApp  # noqa: E402
-from textual.keys import _character_to_key  # noqa: E402  (how Pilot names a typed character)
 
 
 async def keystrokes(db: Path, queries: list[str], gap: float, mode: str) -> tuple[list[float], list[float]]:

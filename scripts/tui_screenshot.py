@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oboyu.models.loading import load_default_embedder  # noqa: E402
 from oboyu.index.indexer import Indexer  # noqa: E402
 from oboyu.index.store import Store  # noqa: E402
+from oboyu.models.loading import load_default_embedder  # noqa: E402
 from oboyu.tui.app import OboyuApp  # noqa: E402
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from oboyu.models.embedding import Embedder
 from oboyu.models.default.build import ensure_default_model
+from oboyu.models.embedding import Embedder
 
 EXAMPLE_NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"  # the demo's documents
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pdfs import make_pdf  # tests/pdfs.py
 
-from oboyu.models.embedding import Embedder
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
-
-from pdfs import make_pdf  # tests/pdfs.py
+from oboyu.models.embedding import Embedder
 
 MAX_BYTES = 32 * 1024
 
@@ -101,6 +100,6 @@ def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, 
             left = {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
         assert left == indexed - set(doomed)
     finally:
-        for dirpath, dirnames, _ in os.walk(tmp):
+        for dirpath, _dirnames, _ in os.walk(tmp):
             os.chmod(dirpath, 0o755)
         shutil.rmtree(tmp, ignore_errors=True)

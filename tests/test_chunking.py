@@ -1,6 +1,8 @@
+import itertools
+
 from oboyu.documents.chunking import MAX_TOKENS, Chunker, split_sentences
-from oboyu.models.embedding import Embedder
 from oboyu.documents.extract import extract
+from oboyu.models.embedding import Embedder
 
 
 def test_sentence_split_japanese_and_english() -> None:
@@ -23,7 +25,7 @@ def test_chunks_respect_headings_size_and_lines(embedder: Embedder) -> None:
         assert lines[c.start_line - 1].strip() and c.text.startswith(lines[c.start_line - 1].strip()[:5])
     first_section = [c for c in chunks if c.heading == "見出しA"]
     # one sentence of overlap between neighbours
-    for a, b in zip(first_section, first_section[1:]):
+    for a, b in itertools.pairwise(first_section):
         assert b.start_char < a.end_char
     expected_line = lines.index("短い段落。") + 1
     assert chunks[-1].text == "短い段落。" and chunks[-1].start_line == chunks[-1].end_line == expected_line

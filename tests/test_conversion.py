@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-
 import tiny_models
+
+from oboyu.errors import OboyuError
 from oboyu.models.catalogue import find_installed, installed
 from oboyu.models.convert.export import TorchEncoder
 from oboyu.models.convert.pipeline import Options, convert
 from oboyu.models.convert.source import read_source
 from oboyu.models.embedding import Embedder, pad_batch
-from oboyu.errors import OboyuError
 
 SHARED_EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
 FAMILIES = {"xlmr": tiny_models.make_xlmr, "modernbert": tiny_models.make_modernbert,

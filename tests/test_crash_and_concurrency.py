@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import random
 import shutil
@@ -18,19 +19,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oboyu.models.embedding import Embedder
-from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.errors import IndexBusyError
-from oboyu.index.lock import IndexLock
+from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.indexer import Indexer
-from oboyu.search.query import search
+from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store, open_for_reading
+from oboyu.models.embedding import Embedder
+from oboyu.search.query import search
 
 KILLS = 20
-WORDS = (
-    "議事録 予算 会議 確定申告 領収書 バックアップ 復元 データベース 玉ねぎ 味噌 旅行 新幹線 "
-    "backup restore database meeting budget travel kernel network schedule invoice"
-).split()
+WORDS = ["議事録", "予算", "会議", "確定申告", "領収書", "バックアップ", "復元", "データベース", "玉ねぎ", "味噌", "旅行", "新幹線", "backup", "restore", "database", "meeting", "budget", "travel", "kernel", "network", "schedule", "invoice"]
 
 
 def paragraph(rng: random.Random) -> str:
@@ -134,7 +132,7 @@ def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embe
         with IndexLock(db):  # the killed process left no lock behind
             pass
     assert killed >= KILLS // 2, f"only {killed} of {KILLS} runs were killed before they finished"
-    wrote = sum(a != b for a, b in zip(generations, generations[1:]))
+    wrote = sum(a != b for a, b in itertools.pairwise(generations))
     assert 0 < wrote < len(generations) - 1, "kills should land both before and after some writes"
     final = subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(tree), "-q"], env=env, capture_output=True, text=True)
     assert final.returncode == 0, final.stderr

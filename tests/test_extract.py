@@ -1,6 +1,6 @@
-from oboyu.documents.extract import extract, file_type_for, split_lines
 from pathlib import Path
 
+from oboyu.documents.extract import extract, file_type_for, split_lines
 
 MARKDOWN = """---
 title: "会議メモ"

@@ -3,10 +3,10 @@
 import io
 from pathlib import Path
 
-from oboyu.models.embedding import Embedder
 from oboyu.index.indexer import Indexer
-from oboyu.progress import ProgressLine
 from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.progress import ProgressLine
 
 
 def test_overlapping_roots_index_each_file_once(tmp_path: Path, embedder: Embedder) -> None:

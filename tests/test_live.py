@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from conftest import EXAMPLE_NOTES
-from oboyu.models.embedding import Embedder
-from oboyu.index.indexer import Indexer
-from oboyu.search.live import LiveIndex
-from oboyu.search.filters import make_filters
-from oboyu.index.store import Store
 
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.search.filters import make_filters
+from oboyu.search.live import LiveIndex
 
 
 def test_stale_answers_while_another_process_writes_then_fresh_again(tmp_path: Path, embedder: Embedder) -> None:

@@ -17,10 +17,10 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from oboyu.models.embedding import Embedder
 from oboyu.index.indexer import Indexer
-from oboyu.mcp.server import OboyuTools, build_server
 from oboyu.index.store import Store
+from oboyu.mcp.server import OboyuTools, build_server
+from oboyu.models.embedding import Embedder
 
 
 @pytest.fixture

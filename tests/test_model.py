@@ -9,14 +9,14 @@ import numpy as np
 import onnx
 import pytest
 
-from oboyu.models.install import EXTERNAL_SUFFIX
-from oboyu.models.embedding import Embedder, prepare
-from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
-from oboyu.models.light_tokenizer import LightTokenizer
-from oboyu.models import tokenization
-from oboyu.models.tokenization import load_tokenizer
 from oboyu.errors import OboyuError
+from oboyu.models import tokenization
 from oboyu.models.default.build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
+from oboyu.models.embedding import Embedder, prepare
+from oboyu.models.install import EXTERNAL_SUFFIX
+from oboyu.models.light_tokenizer import LightTokenizer
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
+from oboyu.models.tokenization import load_tokenizer
 
 
 def test_manifest_records_sources_outputs_and_fidelity(model_dir: Path) -> None:

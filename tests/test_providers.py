@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from oboyu.errors import OboyuError
 from oboyu.models import embedding
 from oboyu.models.embedding import Embedder
-from oboyu.errors import OboyuError
 from oboyu.models.providers import CPU, Choice, choose, physical_cores, provider_name, session_providers
 
 COREML, CUDA, TRT, DML = ("CoreMLExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
@@ -39,7 +39,7 @@ def test_choice_follows_the_platform(available: list[str], system: str, machine:
 def test_an_override_wins_and_must_be_available() -> None:
     assert choose([CUDA, CPU], "Linux", "x86_64", override="cpu").provider == CPU
     assert choose([CUDA, CPU], "Linux", "x86_64", override="CUDAExecutionProvider").provider == CUDA
-    with pytest.raises(OboyuError, match="provider coreml is not available.*CUDAExecutionProvider"):
+    with pytest.raises(OboyuError, match=r"provider coreml is not available.*CUDAExecutionProvider"):
         choose([CUDA, CPU], "Linux", "x86_64", override="coreml")
 
 

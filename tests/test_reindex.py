@@ -10,16 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from oboyu.models.embedding import Embedder
-from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.errors import IndexBusyError, OboyuError
-from oboyu.index.lock import IndexLock
-from oboyu.index.indexer import Indexer
-from oboyu.search.query import search
-from oboyu.index.store import Store
-
 from pdfs import encrypt, make_pdf  # tests/pdfs.py (pytest puts tests/ on the path)
+
+from oboyu.errors import IndexBusyError, OboyuError
+from oboyu.index.embedding_cache import EmbeddingCache
+from oboyu.index.indexer import Indexer
+from oboyu.index.lock import IndexLock
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.search.query import search
 
 
 def write(path: Path, text: str) -> Path:
@@ -182,9 +181,8 @@ def shutil_rmtree(path: Path) -> None:
 def test_one_indexer_at_a_time(tmp_path: Path, embedder: Embedder, two_roots) -> None:
     notes, _ = two_roots
     db = tmp_path / "index.duckdb"
-    with IndexLock(db):
-        with pytest.raises(IndexBusyError, match=f"another oboyu process \\(pid {os.getpid()}\\) is updating"):
-            Indexer(db, embedder).index([notes])
+    with IndexLock(db), pytest.raises(IndexBusyError, match=f"another oboyu process \\(pid {os.getpid()}\\) is updating"):
+        Indexer(db, embedder).index([notes])
     assert Indexer(db, embedder).index([notes]).added == 2
 
 

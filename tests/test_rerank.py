@@ -11,19 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import tiny_models
+
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
 from oboyu.models.catalogue import rerankers
 from oboyu.models.convert.export import TorchEncoder, pair_batches
 from oboyu.models.convert.pipeline import Options, convert
 from oboyu.models.convert.source import read_source
 from oboyu.models.embedding import Embedder
-from oboyu.errors import OboyuError
-from oboyu.index.indexer import Indexer
 from oboyu.models.rerank import Reranker
 from oboyu.search.query import RERANK_DEPTH, search
 from oboyu.search.rankers import SqlRanker
-from oboyu.index.store import Store
 
 QUERY = tiny_models.corpus()[0]  # the tiny reranker was trained to score a sentence paired with itself high
 TINY_GATE = 0.6

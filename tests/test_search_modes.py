@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 
 from oboyu.cli.searching import _colour, highlight
+from oboyu.errors import OboyuError
+from oboyu.index.records import ChunkRecord, DocumentRecord
+from oboyu.index.store import Store
+from oboyu.search import Filters, SqlRanker, make_filters, make_snippet, search
 from oboyu.search.evaluate import Query, doc_file_name, evaluate
 from oboyu.search.fusion import convex, convex_with_files, rrf
 from oboyu.search.resident import ResidentIndex
-from oboyu.errors import OboyuError
-from oboyu.search import make_filters, make_snippet, search
-from oboyu.index.records import ChunkRecord, DocumentRecord
-from oboyu.index.store import Store
-from oboyu.search import Filters, SqlRanker
 
 
 def add_document(store: Store, path: str, chunks: list[tuple[str, dict[str, int]]]) -> None:

@@ -10,16 +10,14 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLE_NOTES
 
-from oboyu.models.embedding import Embedder
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
 from oboyu.tui.app import OboyuApp, editor_arguments
 from oboyu.tui.screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen
 from oboyu.tui.widgets import Preview, ResultList
-
 
 
 @pytest.fixture
@@ -110,7 +108,7 @@ def test_modes_cycle_and_the_status_bar_says_which(db: Path, embedder: Embedder)
             assert app.shown.mode == "hybrid"
             for expected in ("vector", "keyword", "hybrid"):
                 await pilot.press("ctrl+t")
-                await until(pilot, lambda: app.shown.mode == expected)
+                await until(pilot, lambda: app.shown.mode == expected)  # noqa: B023 (awaited in this iteration)
                 assert first_paths(app)[0] == "release-checklist.md"
                 assert f" {expected} " in str(app.query_one("#status").render())
             await pilot.press("ctrl+t", "ctrl+t")

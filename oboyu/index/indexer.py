@@ -170,7 +170,7 @@ class Indexer:
                     stats.skipped.append(Skipped(path, "no such file or folder"))
                     continue
                 is_root = root is not None and root.path == str(path)
-                if root is None or is_root and (name or self.follow_symlinks and not root.follow_symlinks):
+                if root is None or (is_root and (name or (self.follow_symlinks and not root.follow_symlinks))):
                     follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
                     root = store.add_root(str(path), name, follow)
                 parts.append(Part(root, path))
@@ -289,7 +289,7 @@ class Indexer:
                     else:
                         pending.append(item)
                         pending_chunks += len(item.chunks)
-                        batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or work.empty() and pending_chunks >= 32
+                        batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or (work.empty() and pending_chunks >= 32)
                     if batch_ready and (pending or touched or unreadable):
                         self._embed_and_store(pending, touched, unreadable, stats)
                         done_files += len(pending)

@@ -187,7 +187,7 @@ class Store:
                     objects([d.file_type for d in docs]),
                     nullable_strings([d.title for d in docs]),
                 ],
-                extra="to_timestamp(%f)" % now,
+                extra=f"to_timestamp({now:f})",
             )
             chunks = [(doc_id, c) for doc_id, (_, cs, _) in zip(doc_ids, items) for c in cs]
             if chunks:
@@ -257,7 +257,7 @@ class Store:
             return
         with registered(self.con, objects(paths)) as (name,):
             ids = f"SELECT id FROM documents WHERE path IN (SELECT column0 FROM {name})"
-            if not self.con.execute(f"SELECT count(*) FROM ({ids})").fetchone()[0]:
+            if not self._number(f"SELECT count(*) FROM ({ids})"):
                 return  # new files: each DELETE would scan its table (the postings: ~100 rows a chunk)
             chunk_ids = f"SELECT id FROM chunks WHERE document_id IN ({ids})"
             self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN ({chunk_ids})")
@@ -377,7 +377,7 @@ class Store:
         }
         problems = []
         for what, sql in checks.items():
-            n = self.con.execute(sql).fetchone()[0] or 0
+            n = self._number(sql)
             if n:
                 problems.append(f"{n} {what}")
         return problems
@@ -402,9 +402,12 @@ class Store:
 
     def counts(self) -> tuple[int, int]:
         """(documents, chunks)."""
-        docs = self.con.execute("SELECT count(*) FROM documents").fetchone()[0]
-        chunks = self.con.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return int(docs), int(chunks)
+        return self._number("SELECT count(*) FROM documents"), self._number("SELECT count(*) FROM chunks")
+
+    def _number(self, sql: str) -> int:
+        """The one number a query gives (0 for NULL)."""
+        row = self.con.execute(sql).fetchone()
+        return int(row[0] or 0) if row else 0
 
 
 def file_bytes(path: Path) -> int:

@@ -11,9 +11,10 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
-from oboyu.models.manifest import MANIFEST, MODEL_FILE, ModelInfo
 from oboyu.errors import OboyuError
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, ModelInfo
 from oboyu.paths import models_dir
+
 
 def catalogue() -> list[dict]:
     folder = resources.files("oboyu.models").joinpath("manifests")

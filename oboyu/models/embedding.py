@@ -6,6 +6,7 @@ padding stays small; vectors come back in the caller's order, L2-normalised.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import unicodedata
@@ -157,7 +158,7 @@ class Embedder:
             return [(0, len(text))]
         cuts = [offsets[k][0] for k in range(0, len(offsets), max_tokens)][1:]
         bounds = [0, *cuts, len(text)]
-        return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+        return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors; recent queries come from memory (typing back and forth, paging)."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oboyu.models.catalogue import find_installed
-from oboyu.models.embedding import Embedder
 from oboyu.errors import OboyuError
+from oboyu.models.catalogue import find_installed
 from oboyu.models.default.build import DEFAULT_MODEL, ensure_default_model
-from oboyu.progress import ProgressLine
+from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.progress import ProgressLine
 
 
 def load_default_embedder(progress: ProgressLine | None = None, on_build_step: Callable[[str], None] | None = None,

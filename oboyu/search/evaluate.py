@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from oboyu.models.embedding import Embedder
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import IndexStats, Indexer
-from oboyu.progress import ProgressLine
-from oboyu.search.resident import ResidentIndex
-from oboyu.search.query import search
+from oboyu.index.indexer import Indexer, IndexStats
 from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.progress import ProgressLine
+from oboyu.search.query import search
+from oboyu.search.resident import ResidentIndex
 
 CUTOFF = 10
 
@@ -65,7 +65,7 @@ def p95(values: list[float]) -> float:
 
 
 def read_queries(path: Path) -> list[Query]:
-    queries = []
+    queries: list[Query] = []
     for row in read_jsonl(path):
         relevant = row.get("relevant_doc_ids") or [row.get("relevant_doc_id")]
         if not row.get("query") or not all(relevant):

@@ -88,7 +88,7 @@ class LiveIndex:
 
     def _signature(self) -> tuple:
         """Cheap evidence of a change: the stat of the file and of its write-ahead log."""
-        out = []
+        out: list[tuple[int, int, int] | None] = []
         for path in (self.db_path, Path(str(self.db_path) + ".wal")):
             try:
                 st = os.stat(path)

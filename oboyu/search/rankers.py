@@ -142,7 +142,7 @@ class SqlRanker:
         embeddings = con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
         chunk_ids = embeddings["chunk_id"].astype(object)
         total = len(chunk_ids)
-        vectors = np.stack(embeddings["vector"]).astype(np.float32) if total else np.zeros((0, 0), np.float32)
+        vectors = np.stack(list(embeddings["vector"])).astype(np.float32) if total else np.zeros((0, 0), np.float32)
         del embeddings
         leads = np.zeros(total, dtype=bool)
         leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True

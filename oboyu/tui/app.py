@@ -21,18 +21,18 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 
+from oboyu.api import open_indexer
 from oboyu.documents.decoding import read_text_file
+from oboyu.documents.extract import split_lines
+from oboyu.documents.keywords import match_spans, words
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import IndexProgress, IndexStats
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder
 from oboyu.models.rerank import Reranker
-from oboyu.errors import OboyuError
-from oboyu.documents.extract import split_lines
-from oboyu.api import open_indexer
-from oboyu.index.indexer import IndexProgress, IndexStats
-from oboyu.documents.keywords import match_spans, words
+from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, IndexSummary, LiveIndex
 from oboyu.search.query import MODES, Result
-from oboyu.search.filters import Filters
 from oboyu.tui.screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.widgets import Preview, ResultList, display_path, preview_text
@@ -360,7 +360,7 @@ class OboyuApp(App):
             message = str(error) if isinstance(error, OboyuError) else f"indexing failed: {error!r}"
             self.notify(message, severity="error")
             self._show_index_progress(None, message)
-        else:
+        elif stats is not None:
             line = stats.summary()
             self.notify(line, title="Index updated")
             self._show_index_progress(None, line)

@@ -6,21 +6,23 @@ import os
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import (Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar,
-                             Static)
+from textual.widgets import Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar, Static
 
 from oboyu.errors import OboyuError
 from oboyu.index.indexer import IndexProgress
+from oboyu.search.filters import Filters, make_filters
 from oboyu.search.live import IndexSummary
-from oboyu.search.filters import make_filters
-from oboyu.search.filters import Filters
 from oboyu.tui.widgets import display_path
+
+if TYPE_CHECKING:
+    from oboyu.tui.app import OboyuApp
 
 
 class HelpScreen(ModalScreen[None]):
@@ -186,6 +188,10 @@ class IndexScreen(Screen):
         Binding("s", "stop", "Stop"),
     ]
 
+    @property
+    def oboyu(self) -> OboyuApp:
+        return cast("OboyuApp", self.app)
+
     def compose(self) -> ComposeResult:
         yield Label("", id="index-title")
         yield DataTable(id="roots", cursor_type="row", zebra_stripes=True)
@@ -195,13 +201,13 @@ class IndexScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.show_roots(self.app.summary)  # as last read; the app reads it again and calls back
-        self.app.refresh_summary()
-        self.show_progress(self.app.index_progress)
+        self.show_roots(self.oboyu.summary)  # as last read; the app reads it again and calls back
+        self.oboyu.refresh_summary()
+        self.show_progress(self.oboyu.index_progress)
 
     def show_roots(self, summary: IndexSummary) -> None:
         self.query_one("#index-title", Label).update(
-            f"{display_path(self.app.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
+            f"{display_path(self.oboyu.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
         )
         table = self.query_one("#roots", DataTable)
         table.clear(columns=True)
@@ -220,7 +226,7 @@ class IndexScreen(Screen):
         text = self.query_one("#progress-text", Static)
         bar.display = progress is not None  # an idle bar would animate
         if progress is None:
-            text.update(message or ("indexing…" if self.app.indexing else "a: add a folder · r: reindex · d: remove"))
+            text.update(message or ("indexing…" if self.oboyu.indexing else "a: add a folder · r: reindex · d: remove"))
             return
         bar.update(total=max(progress.files_total, 1), progress=progress.files_done)
         text.update(progress.line())
@@ -234,9 +240,9 @@ class IndexScreen(Screen):
     def action_add(self) -> None:
         def chosen(path: Path | None) -> None:
             if path is not None:
-                self.app.start_indexing([path])
+                self.oboyu.start_indexing([path])
 
-        self.app.push_screen(FolderPicker(Path.home()), chosen)
+        self.oboyu.push_screen(FolderPicker(Path.home()), chosen)
 
     def action_remove(self) -> None:
         root = self.selected_root()
@@ -245,17 +251,17 @@ class IndexScreen(Screen):
 
         def confirmed(yes: bool | None) -> None:
             if yes:
-                self.app.remove_root(root)
+                self.oboyu.remove_root(root)
 
-        self.app.push_screen(ConfirmScreen(f"Remove {display_path(root)} and all its rows from the index?"), confirmed)
+        self.oboyu.push_screen(ConfirmScreen(f"Remove {display_path(root)} and all its rows from the index?"), confirmed)
 
     def action_reindex(self) -> None:
         root = self.selected_root()
         if root is not None:
-            self.app.start_indexing([Path(root)])
+            self.oboyu.start_indexing([Path(root)])
 
     def action_reindex_all(self) -> None:
-        self.app.reindex_all()
+        self.oboyu.reindex_all()
 
     def action_stop(self) -> None:
-        self.app.stop_indexing()
+        self.oboyu.stop_indexing()

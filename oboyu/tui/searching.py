@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from oboyu.search.live import Answer, LiveIndex
 from oboyu.search.filters import Filters
+from oboyu.search.live import Answer, LiveIndex
 
 THROTTLE_SECONDS = 0.1
 

@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from oboyu.errors import OboyuError
 from oboyu.models.catalogue import catalogue_entry
 from oboyu.models.convert.pipeline import Options, convert
-from oboyu.errors import OboyuError
 
 
 def main() -> int:

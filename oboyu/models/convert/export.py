@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from oboyu.models.embedding import pad_batch
 from oboyu.errors import OboyuError
 from oboyu.models.convert.source import SourceModel
+from oboyu.models.embedding import pad_batch
 
 OPSET = 17  # LayerNormalization is a standard op from 17
 MIN_MEAN_COSINE = 0.9999  # ONNX fp32 against PyTorch fp32

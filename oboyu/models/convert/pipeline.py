@@ -11,20 +11,22 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from oboyu import __version__
-from oboyu.models.embedding import Embedder
-from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE
 from oboyu.errors import OboyuError
-from oboyu.models.probe import probe_texts
-from oboyu.paths import models_dir
 from oboyu.models.convert import export, optimize, quantize, validate
-from oboyu.models.install import file_record, fingerprint, install, install_folder_name, save_with_external_data, work_folder
 from oboyu.models.convert.source import SourceModel, fetch
 from oboyu.models.convert.tokenizer_files import check_tokenizer, write_runtime_tokenizer
+from oboyu.models.embedding import Embedder
+from oboyu.models.install import file_record, fingerprint, install, install_folder_name, save_with_external_data, work_folder
+from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE
+from oboyu.models.probe import probe_texts
+from oboyu.paths import models_dir
 
 FORMAT = 1  # of converted models' manifests
 QUANTIZATIONS = ("dynamic", "static", "none")
@@ -85,7 +87,7 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
             from oboyu.models.rerank import Reranker
 
             pairs = Reranker(work, base).tokenizer.encode_batch(list(zip(texts, texts[1:] + texts[:1])))
-            batches = export.pair_batches(pairs, staging.pad_id)
+            batches: Sequence[tuple[np.ndarray, ...]] = export.pair_batches(pairs, staging.pad_id)
         else:
             batches = export.probe_batches([e.ids for e in staging.tokenizer.encode_batch(prefixed)], staging.pad_id)
 

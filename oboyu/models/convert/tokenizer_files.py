@@ -9,9 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
-from oboyu.models.manifest import TOKENIZER_FILE
 from oboyu.errors import OboyuError
 from oboyu.models.convert.source import SourceModel
+from oboyu.models.manifest import TOKENIZER_FILE
 
 MAX_MISMATCHED = 0.01  # share of probe texts whose ids may differ from transformers' tokenizer
 
@@ -26,7 +26,7 @@ def write_runtime_tokenizer(source: SourceModel, out: Path) -> Path:
     config = json.loads((source.folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     lines = (source.folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
     vocab = {token: i for i, token in enumerate(lines)}
-    cls, sep, unk = (special_token(config, name, default) for name, default in
+    cls, sep, unk = (special_token(config, name, default) or default for name, default in
                      (("cls_token", "[CLS]"), ("sep_token", "[SEP]"), ("unk_token", "[UNK]")))
     for token in (cls, sep, unk):
         if token not in vocab:
@@ -44,6 +44,7 @@ def write_runtime_tokenizer(source: SourceModel, out: Path) -> Path:
 
 
 def special_token(config: dict, name: str, default: str | None) -> str | None:
+    """A special token's text from tokenizer_config.json (a string, or a dict with `content`)."""
     value = config.get(name, default)
     return value.get("content") if isinstance(value, dict) else value
 

