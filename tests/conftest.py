@@ -1,8 +1,11 @@
-"""Shared fixtures: the default model is built once per test session into a temporary cache."""
+"""Shared fixtures and helpers: the default model is built once per test session into a
+temporary cache; `run_oboyu` runs the real command in a child process."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,9 @@ def oboyu_env(cache_dir: Path, model_dir: Path, tmp_path: Path) -> dict[str, str
     env["OBOYU_DB"] = str(tmp_path / "index.duckdb")
     env.pop("NO_COLOR", None)
     return env
+
+
+def run_oboyu(env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`oboyu ARGS` as a person runs it, in a child process with this environment."""
+    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, input=stdin)

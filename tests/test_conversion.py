@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 import tiny_models
+from conftest import run_oboyu as oboyu
 
 from oboyu.errors import OboyuError
 from oboyu.models.catalogue import find_installed, installed
@@ -119,11 +118,6 @@ def test_the_gate_refuses_what_fails_it_and_installs_nothing(made, tmp_path):
     # fp32 (nothing quantized) is its own reference: it passes the same gate
     manifest = convert(str(made["xlmr"]), options=Options(quantization="none", min_cosine=0.9999999), root=tmp_path / "models")
     assert manifest["precision"] == "fp32" and manifest["validation"]["mean_cosine"] >= 0.9999999
-
-
-def oboyu(env: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=600, input=stdin)
 
 
 def test_models_commands_index_and_query_with_a_converted_model(made, tmp_path):

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_oboyu as oboyu
 
 FILES = {
     "notes/meeting.md": ("utf-8", """---
@@ -36,10 +37,6 @@ QUERIES = [
     ("how do I restore the database from a backup", "docs/server.html"),
     ("watering tomato plants", "docs/garden.md"),
 ]
-
-
-def oboyu(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_oboyu as oboyu
 from pdfs import encrypt, make_pdf  # tests/pdfs.py (pytest puts tests/ on the path)
 
 from oboyu.errors import IndexBusyError, OboyuError
@@ -25,10 +24,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def oboyu(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tiny_models
+from conftest import run_oboyu as oboyu
 
 from oboyu.errors import OboyuError
 from oboyu.index.indexer import Indexer
@@ -90,11 +89,6 @@ def test_search_reorders_its_best_chunks_by_the_reranker(models, tmp_path: Path)
     assert np.allclose(sorted(scores), sorted(r.leg_scores["rerank"] for r in top), atol=2e-4)
     # the chunks below the reranked depth keep the fused order
     assert [r.chunk_id for r in reranked[RERANK_DEPTH:]] == [r.chunk_id for r in plain[RERANK_DEPTH:]]
-
-
-def oboyu(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_query_uses_an_installed_reranker_and_runs_without_one(models, tmp_path: Path) -> None:
