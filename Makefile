@@ -15,7 +15,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: install demo test
+.PHONY: install demo test lint check-wheel
 install: $(VENV)/.installed
 
 # Index the example notes with the default model (built on first use) and ask two questions.
@@ -26,3 +26,25 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest
+
+# ruff (lint and import order) and mypy on the package, as CI runs them
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check oboyu tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+# Build the wheel, install it into a fresh environment (no source tree on its path) and use it:
+# the version, the catalogue from inside the package, an index and a query of the example notes.
+CHECK_DIR ?= .wheel-check
+CHECK_CACHE ?= $(CHECK_DIR)/cache
+check-wheel: $(VENV)/.installed
+	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)
+	$(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(CHECK_DIR)/dist .
+	$(PYTHON) -m venv $(CHECK_DIR)/venv
+	$(CHECK_DIR)/venv/bin/pip install --quiet $(CHECK_DIR)/dist/oboyu-*.whl
+	cd $(CHECK_DIR) && ./venv/bin/oboyu --version
+	cd $(CHECK_DIR) && test "$$(./venv/bin/oboyu models list --json | ./venv/bin/python -c 'import json, sys; print(len(json.load(sys.stdin)))')" -ge 9
+	cd $(CHECK_DIR) && OBOYU_CACHE_DIR=$(abspath $(CHECK_CACHE)) OBOYU_DB=$(abspath $(CHECK_DIR))/index.duckdb \
+		./venv/bin/oboyu index $(abspath examples/notes) -q
+	cd $(CHECK_DIR) && OBOYU_CACHE_DIR=$(abspath $(CHECK_CACHE)) OBOYU_DB=$(abspath $(CHECK_DIR))/index.duckdb \
+		./venv/bin/oboyu query "会議の議事録をまとめる方法" -k 1 --json | grep -q weekly-meeting.md
+	@echo "wheel check: installed, catalogue found, indexed and answered"
