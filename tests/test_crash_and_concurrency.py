@@ -97,6 +97,7 @@ def start_index(env: dict, *args: str) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
     rng = random.Random(20261122)
     tree = tmp_path / "tree"
@@ -145,6 +146,7 @@ def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embe
     print(f"{killed} killed, {finished} finished before the kill; {wrote} of {len(generations) - 1} rounds wrote")
 
 
+@pytest.mark.slow
 def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
     rng = random.Random(7)
     small, big = tmp_path / "small", tmp_path / "big"
