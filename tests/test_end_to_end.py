@@ -144,7 +144,10 @@ def test_stdin_batch_and_explain(tree: Path, oboyu_env: dict) -> None:
     )
     assert batch.returncode == 0, batch.stderr
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
-    assert [hits[0]["path"] for hits in lines] == [str(tree / "notes/recipe.txt"), str(tree / "docs/garden.md")]
+    # one answer a line, the blank line's empty, so answers stay aligned with questions
+    assert [hits[0]["path"] if hits else None for hits in lines] == [
+        str(tree / "notes/recipe.txt"), None, str(tree / "docs/garden.md")]
+    assert json.loads(batch.stderr.strip().splitlines()[-1]) == {"line": 2, "error": "the query is empty"}
     explained = oboyu(oboyu_env, "query", "カレー", "--explain", "-k", "1")
     assert "[hybrid: vector rank 1 score " in explained.stdout and "keyword rank 1 score " in explained.stdout
     assert oboyu(oboyu_env, "query").returncode == 2

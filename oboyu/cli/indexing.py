@@ -16,6 +16,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.indexer import Indexer, IndexStats
 from oboyu.models.loading import load_embedder
 from oboyu.progress import ProgressLine
+from oboyu.text import json_safe, visible
 
 
 @click.command()
@@ -75,7 +76,7 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
     with IndexLock(path), Store.open_writer(path) as store:
         for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
-            click.echo(f"removed {root.name} ({root.path}): {files} files", err=True)
+            click.echo(visible(f"removed {root.name} ({root.path}): {files} files"), err=True)
 
 
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
@@ -107,18 +108,18 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
     err = sys.stderr
     err.write(stats.summary() + "\n")
     for root in stats.missing_roots:
-        err.write(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
-                  f"`oboyu remove {root.name}` drops them\n")
+        err.write(visible(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
+                          f"`oboyu remove {root.name}` drops them") + "\n")
     if stats.skipped:
         if verbose:
             for item in stats.skipped:
-                err.write(f"  skipped {item.path}: {item.reason}\n")
+                err.write(visible(f"  skipped {item.path}: {item.reason}") + "\n")
         else:
             reasons: dict[str, int] = {}
             for item in stats.skipped:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
             summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
-            err.write(f"  skipped: {summary} (-v lists them)\n")
+            err.write(visible(f"  skipped: {summary} (-v lists them)") + "\n")
     err.flush()
 
 
@@ -181,22 +182,22 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         "roots": roots,
     }
     if as_json:
-        click.echo(json.dumps(info, ensure_ascii=False, indent=2))
+        click.echo(json_safe(json.dumps(info, ensure_ascii=False, indent=2)))
         return
     for key, value in info.items():
         if key != "roots":
-            click.echo(f"{key:>10}: {value}")
+            click.echo(visible(f"{key:>10}: {value}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
     for r in roots:
         missing = "" if r["exists"] else "  (missing)"
-        click.echo(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
-                   f"updated {r['last_update'] or '-'}{missing}")
+        click.echo(visible(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
+                           f"updated {r['last_update'] or '-'}{missing}"))
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
     plan = Indexer(db, load_embedder(index_model(db))).plan(names)
     if as_json:
-        click.echo(json.dumps({
+        click.echo(json_safe(json.dumps({
             "added": [str(e.path) for e in plan.added],
             "changed": [str(e.path) for e, _ in plan.changed],
             "removed": plan.removed,
@@ -204,18 +205,18 @@ def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
             "unchanged": plan.unchanged,
             "skipped": [{"path": str(s.path), "reason": s.reason} for s in plan.skipped],
             "missing_roots": [r.path for r in plan.missing_roots],
-        }, ensure_ascii=False, indent=2))
+        }, ensure_ascii=False, indent=2)))
         return
     for entry in plan.added:
-        click.echo(f"added    {entry.path}")
+        click.echo(visible(f"added    {entry.path}"))
     for entry, _ in plan.changed:
-        click.echo(f"changed  {entry.path}")
+        click.echo(visible(f"changed  {entry.path}"))
     for removed in plan.removed:
-        click.echo(f"removed  {removed}")
+        click.echo(visible(f"removed  {removed}"))
     for move in plan.renamed:
-        click.echo(f"renamed  {move.old_path} -> {move.new_path}")
+        click.echo(visible(f"renamed  {move.old_path} -> {move.new_path}"))
     for root in plan.missing_roots:
-        click.echo(f"missing  {root.path} (its rows are kept)")
+        click.echo(visible(f"missing  {root.path} (its rows are kept)"))
     click.echo(
         f"{len(plan.added)} to add, {len(plan.changed)} to change, {len(plan.removed)} to remove, "
         f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped",

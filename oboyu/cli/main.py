@@ -5,6 +5,7 @@ Exit status: 0 success (query: results found), 1 query with no results, 2 error.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -18,6 +19,7 @@ from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
 from oboyu.cli.system import cache, doctor, mcp, tui
 from oboyu.errors import OboyuError
+from oboyu.text import visible
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
@@ -54,10 +56,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
-        click.echo(f"oboyu: error: {exc.format_message()}{hint}", err=True)
+        click.echo(visible(f"oboyu: error: {exc.format_message()}{hint}"), err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as exc:
-        click.echo(f"oboyu: error: {exc.format_message()}", err=True)
+        click.echo(visible(f"oboyu: error: {exc.format_message()}"), err=True)
         sys.exit(EXIT_ERROR)
     except click.exceptions.Abort:
         click.echo("oboyu: interrupted", err=True)
@@ -65,17 +67,25 @@ def main() -> None:
     except OboyuError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"oboyu: error: {exc}", err=True)
+        click.echo(visible(f"oboyu: error: {exc}"), err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
         click.echo("oboyu: interrupted", err=True)
         sys.exit(130)
     except SystemExit:
         raise
+    except OSError as exc:  # a full disk, a folder that cannot be written: the system's words, one line
+        if debug:
+            traceback.print_exc()
+        where = f": {exc.filename}" if exc.filename else ""
+        hint = {errno.ENOSPC: "; free some space and run it again", errno.EROFS: "; choose a writable place",
+                errno.EACCES: "; check the permissions"}.get(exc.errno or 0, "")
+        click.echo(visible(f"oboyu: error: {exc.strerror or exc}{where}{hint}"), err=True)
+        sys.exit(EXIT_ERROR)
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if debug:
             traceback.print_exc()
-        click.echo(f"oboyu: unexpected error: {type(exc).__name__}: {exc} (--debug shows the traceback)", err=True)
+        click.echo(visible(f"oboyu: unexpected error: {type(exc).__name__}: {exc} (--debug shows the traceback)"), err=True)
         sys.exit(EXIT_ERROR)
 
 

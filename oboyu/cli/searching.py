@@ -10,19 +10,25 @@ from typing import TextIO
 
 import click
 
+from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
+from oboyu.errors import OboyuError
 from oboyu.progress import ProgressLine
+from oboyu.search.filters import Filters, make_filters
+from oboyu.search.live import LiveIndex
 from oboyu.search.query import MODES, Result
+from oboyu.text import clean_input, json_safe, visible
 
 
-def highlight(text: str, spans: list[tuple[int, int]]) -> str:
-    """Matched words in bold yellow."""
+def highlight(text: str, spans: list[tuple[int, int]], colour: bool = True) -> str:
+    """Text from a file, its control characters made visible (piece by piece: a visible form may
+    be longer than the character), matched words in bold yellow when `colour`."""
     out, pos = [], 0
     for start, end in spans:
-        out.append(text[pos:start])
-        out.append(click.style(text[start:end], fg="yellow", bold=True))
+        out.append(visible(text[pos:start]))
+        out.append(click.style(visible(text[start:end]), fg="yellow", bold=True) if colour else visible(text[start:end]))
         pos = end
-    out.append(text[pos:])
+    out.append(visible(text[pos:]))
     return "".join(out)
 
 
@@ -53,47 +59,59 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
           from_stdin: bool, rerank: bool | None) -> None:
     """Search the index."""
     from oboyu.models.loading import load_embedder, load_reranker
-    from oboyu.search.filters import make_filters
     from oboyu.search.query import search
-    from oboyu.search.resident import ResidentIndex
 
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
-    with open_reading(db_path(db)) as store:
+    path = db_path(db)
+    with open_reading(path) as store:
         folders = [root.path for root in store.roots_named(list(roots))]
         filters = make_filters(paths, types, since, until, folders)
         embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode != "keyword" else None
         reranker = load_reranker(rerank)
-        if from_stdin:  # the model and the index are loaded once for all the queries
-            ranker = ResidentIndex().refresh(store) if filters.is_empty() else store
-            out = sys.stdout
-            for line in sys.stdin:
-                if line.strip():
-                    batch = search(ranker, embedder, line.strip(), k, filters, mode, not by_chunk, reranker)
-                    out.write(json.dumps([r.to_json() for r in batch], ensure_ascii=False) + "\n")
-                    out.flush()
-            return
-        results = search(store, embedder, text or "", k, filters, mode=mode, group=not by_chunk, reranker=reranker)
+        if not from_stdin:
+            results = search(store, embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,
+                             reranker=reranker)
+    if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
+        _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk)
+        return
     if as_json:
-        sys.stdout.write(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2)) + "\n")
     else:
         _print_results(results, explain)
     if not results:
         raise SystemExit(EXIT_NO_RESULTS)
 
 
+def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: bool) -> None:
+    """One JSON array a line of standard input, always: a blank or failing line gets `[]`, and its
+    error goes to stderr as a JSON object with the line's number, so answers stay aligned with
+    questions. Lines are read as bytes; what is not UTF-8 becomes U+FFFD."""
+    out, err = sys.stdout, sys.stderr
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        question = raw.decode("utf-8", "replace").strip()
+        results: list[Result] = []
+        try:
+            results = live.search(question, mode, k, filters, group).results
+        except OboyuError as exc:
+            err.write(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False) + "\n")
+            err.flush()
+        out.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False)) + "\n")
+        out.flush()
+
+
 def _print_results(results: list[Result], explain: bool) -> None:
     out = sys.stdout
     colour = _colour(out)
     for r in results:
-        location = r.location
+        location = visible(r.location)
         out.write(f"{r.rank:>2}. {r.score:.3f}  {click.style(location, bold=True) if colour else location}\n")
-        heading = r.heading or r.title
+        heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
         if heading:
             out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
-        out.write(f"    {highlight(r.snippet, r.matches) if colour else r.snippet}\n")
+        out.write(f"    {highlight(r.snippet, r.matches, colour)}\n")
         if explain:
             legs = ", ".join(
                 f"{leg} rank {r.ranks[leg] if r.ranks[leg] else '-'} score {r.leg_scores[leg] if r.leg_scores[leg] is not None else '-'}"

@@ -3,14 +3,20 @@
 Keyed by the model's fingerprint and a hash of the exact text the model reads (prefix included),
 so the cache survives re-indexing, `--full` rebuilds, deleted indexes, renames and moves. One
 SQLite file in the cache dir (write-ahead log: several processes may read and write it at once;
-a killed process loses at most its last uncommitted batch, never the file)."""
+a killed process loses at most its last uncommitted batch, never the file).
+
+It is only a cache: a file that is not a database or is damaged is moved aside (said once, with
+its new name) and a new one made; where none can be made or written (a full disk, a folder that
+cannot be written) work goes on without it. Nothing here stops indexing."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import sqlite3
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,60 +37,136 @@ class CacheStats:
     models: int
 
 
+def _to_stderr(message: str) -> None:
+    print(f"oboyu: {message}", file=sys.stderr, flush=True)
+
+
 class EmbeddingCache:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, notify: Callable[[str], None] = _to_stderr):
+        """`notify` hears, once, when the cache had to be moved aside or given up."""
         self.path = Path(path)
+        self.notify = notify
+        self.con: sqlite3.Connection | None = None
+        self._told = False
+        try:
+            self.con = self._open()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self._recover(exc)
+
+    def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.con = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-        self.con.execute("PRAGMA journal_mode=WAL")
-        self.con.execute("PRAGMA synchronous=NORMAL")
-        self.con.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, model TEXT, vector BLOB) WITHOUT ROWID"
-        )
-        self.con.commit()
+        con = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, model TEXT, vector BLOB) WITHOUT ROWID")
+            con.execute("SELECT count(*) FROM vectors WHERE key = x''").fetchone()  # reads the table's root page
+            con.commit()
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _recover(self, exc: BaseException) -> None:
+        """After `exc` from the file: move a damaged file aside and start a new one, else go on
+        without a cache."""
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+        moved = None
+        if isinstance(exc, sqlite3.DatabaseError) and not _is_full(exc) and self.path.exists():
+            moved = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
+                os.replace(self.path, moved)
+                for suffix in ("-wal", "-shm"):
+                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+                self.con = self._open()
+            except (sqlite3.DatabaseError, OSError):
+                self.con = None
+        if self.con is not None:
+            self._say(f"the embedding cache {self.path} was damaged ({exc}); moved it to {moved} and started a new one")
+        else:
+            self._say(f"cannot use the embedding cache {self.path} ({exc}); going on without it")
+
+    def _say(self, message: str) -> None:
+        if not self._told:
+            self._told = True
+            self.notify(message)
 
     @classmethod
-    def default(cls) -> EmbeddingCache:
+    def default(cls, notify: Callable[[str], None] = _to_stderr) -> EmbeddingCache:
         """`OBOYU_EMBEDDING_CACHE`, else embeddings.sqlite3 in the cache dir."""
         env = os.environ.get("OBOYU_EMBEDDING_CACHE")
-        return cls(Path(env).expanduser() if env else cache_dir() / CACHE_FILE)
+        return cls(Path(env).expanduser() if env else cache_dir() / CACHE_FILE, notify)
 
     @staticmethod
     def key(fingerprint: str, text: str) -> bytes:
         return hashlib.blake2b(f"{fingerprint}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
     def get_many(self, keys: Sequence[bytes], dimensions: int) -> dict[bytes, np.ndarray]:
+        """The cached vectors of these keys (a damaged cache has none)."""
         found: dict[bytes, np.ndarray] = {}
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _LOOKUP_BATCH):
-            part = unique[start : start + _LOOKUP_BATCH]
-            marks = ",".join("?" * len(part))
-            for key, blob in self.con.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part):
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.shape == (dimensions,):
-                    found[key] = vector
+        try:
+            for start in range(0, len(unique), _LOOKUP_BATCH):
+                if self.con is None:
+                    return {}
+                part = unique[start : start + _LOOKUP_BATCH]
+                marks = ",".join("?" * len(part))
+                for key, blob in self.con.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part):
+                    vector = np.frombuffer(blob, dtype=np.float32)
+                    if vector.shape == (dimensions,):
+                        found[key] = vector
+        except sqlite3.DatabaseError as exc:
+            self._recover(exc)
+            return {}
         return found
 
     def put_many(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
-        if not items:
+        """Keep these vectors; when they cannot be written (a full disk), they are not kept."""
+        if not items or self.con is None:
             return
         rows = [(key, model, np.ascontiguousarray(v, dtype=np.float32).tobytes()) for key, v in items]
-        with self.con:
-            self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        try:
+            with self.con:
+                self.con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+        except sqlite3.DatabaseError as exc:
+            self._recover(exc)
 
     def stats(self) -> CacheStats:
-        vectors, models = self.con.execute("SELECT count(*), count(DISTINCT model) FROM vectors").fetchone()
-        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        vectors = models = 0
+        if self.con is not None:
+            try:
+                vectors, models = self.con.execute("SELECT count(*), count(DISTINCT model) FROM vectors").fetchone()
+            except sqlite3.DatabaseError as exc:
+                self._recover(exc)
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*")
+                   if p.is_file() and ".broken-" not in p.name)
         return CacheStats(self.path, int(vectors), size, int(models))
 
     def clear(self) -> int:
-        with self.con:
-            removed = self.con.execute("DELETE FROM vectors").rowcount
-        self.con.execute("VACUUM")
+        """Empty the cache, and delete damaged copies moved aside earlier; returns the vectors removed."""
+        for broken in self.path.parent.glob(self.path.name + ".broken-*"):
+            broken.unlink(missing_ok=True)
+        if self.con is None:
+            return 0
+        try:
+            with self.con:
+                removed = self.con.execute("DELETE FROM vectors").rowcount
+            self.con.execute("VACUUM")
+        except sqlite3.DatabaseError as exc:
+            self._recover(exc)
+            return 0
         return int(removed)
 
     def close(self) -> None:
-        self.con.close()
+        if self.con is not None:
+            self.con.close()
+
+
+def _is_full(exc: BaseException) -> bool:
+    """SQLITE_FULL: the disk (or the file's size cap) is full; the file itself is fine."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc)
 
 
 def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, size_cap_reason
 from oboyu.documents.extract import Extracted, Unextractable, extract_file
@@ -267,6 +269,16 @@ class Indexer:
         touched: list[FileEntry] = []
         unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
         pending_chunks = 0
+
+        def report(chunks_in_hand: int = 0) -> None:
+            """Progress, counting the chunks of the batch in hand embedded so far: one long file
+            shows its progress too."""
+            elapsed = time.perf_counter() - started
+            embedded = stats.chunks + chunks_in_hand
+            rate = embedded / elapsed if elapsed > 0 else 0.0
+            eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
+            self._report(IndexProgress(done_files, len(todo), stats.chunks + stats.reused + chunks_in_hand, rate, eta))
+
         try:
             with self._reader(todo) as work:
                 while True:
@@ -291,14 +303,11 @@ class Indexer:
                         pending_chunks += len(item.chunks)
                         batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or (work.empty() and pending_chunks >= 32)
                     if batch_ready and (pending or touched or unreadable):
-                        self._embed_and_store(pending, touched, unreadable, stats)
+                        self._embed_and_store(pending, touched, unreadable, stats, report)
                         done_files += len(pending)
                         done_bytes += sum(p.entry.size for p in pending)
                         pending, touched, unreadable, pending_chunks = [], [], [], 0
-                    elapsed = time.perf_counter() - started
-                    rate = stats.chunks / elapsed if elapsed > 0 else 0.0
-                    eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
-                    self._report(IndexProgress(done_files, len(todo), stats.chunks + stats.reused, rate, eta))
+                    report()
                     if item is None:
                         break
                 if stats.stopped and (touched or unreadable):  # finished work is kept
@@ -375,9 +384,15 @@ class Indexer:
         return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None)
 
     def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
-                         stats: IndexStats) -> None:
+                         stats: IndexStats, report: Callable[[int], None] = lambda _done: None) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
-        vectors, embedded, reused = embed_passages(self.embedder, texts, self.cache)
+        parts, embedded, reused = [], 0, 0
+        for start in range(0, len(texts), EMBED_GROUP_CHUNKS):  # a long file reports as it goes
+            part, fresh, cached = embed_passages(self.embedder, texts[start : start + EMBED_GROUP_CHUNKS], self.cache)
+            parts.append(part)
+            embedded, reused = embedded + fresh, reused + cached
+            report(start + len(part))
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.info.dimensions), np.float32)
         items, offset = [], 0
         for p in prepared:
             n = len(p.chunks)

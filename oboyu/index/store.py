@@ -41,7 +41,11 @@ class Store:
         if read_only and not self.path.exists():
             raise OboyuError(f"no index at {self.path}; run `oboyu index PATH` first")
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OboyuError(f"cannot make the folder for the index {self.path}: {exc.strerror or exc}; "
+                                 "choose another place with --db") from exc
         self.read_only = read_only
         self.con = self._connect()
         try:

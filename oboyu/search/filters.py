@@ -88,4 +88,7 @@ def parse_time(value: str) -> int:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise OboyuError(f"not a date: {value!r} (use 2026-01-31, 2026-01-31T09:00 or an age like 7d)") from None
-    return int(moment.timestamp() * 1e9)
+    try:
+        return int(moment.timestamp() * 1e9)
+    except (ValueError, OverflowError, OSError):  # before year 1 in local time, or past what the clock holds
+        raise OboyuError(f"the date {value!r} is out of range; use one from 1970 to 9999") from None

@@ -44,8 +44,10 @@ class IndexSummary:
 
 
 class LiveIndex:
-    def __init__(self, db_path: Path, embedder: Embedder | None = None, reranker: Reranker | None = None):
+    def __init__(self, db_path: Path, embedder: Embedder | None = None, reranker: Reranker | None = None,
+                 read_wait: float = READ_WAIT_SECONDS):
         self.db_path = Path(db_path)
+        self.read_wait = read_wait  # how long a query waits while another process writes
         self.embedder = embedder  # may arrive later (loaded in the background); keyword search needs none
         self.reranker = reranker  # reorders the best passages when given
         self.resident = ResidentIndex()
@@ -59,13 +61,13 @@ class LiveIndex:
     # --- access to the file ----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def reading(self, wait_seconds: float = READ_WAIT_SECONDS) -> Iterator[Store]:
+    def reading(self, wait_seconds: float | None = None) -> Iterator[Store]:
         """A read-only Store for a moment; raises IndexBusyError when another process writes."""
         with self._lock:
             if self._writer is not None:
                 store = Store.reader_of(self._writer)
             else:
-                store = open_for_reading(self.db_path, wait_seconds)
+                store = open_for_reading(self.db_path, self.read_wait if wait_seconds is None else wait_seconds)
             try:
                 yield store
             finally:

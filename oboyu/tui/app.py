@@ -18,6 +18,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 
@@ -33,6 +34,7 @@ from oboyu.models.rerank import Reranker
 from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, IndexSummary, LiveIndex
 from oboyu.search.query import MODES, Result
+from oboyu.text import visible
 from oboyu.tui.screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.widgets import Preview, ResultList, display_path, preview_text
@@ -60,6 +62,12 @@ class OboyuApp(App):
         Binding("e", "edit", "Edit"),
         Binding("y", "copy_path", "Copy path"),
     ]
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Notifications carry file names and error messages: never read as markup, control
+        characters made visible."""
+        super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
 
     def __init__(self, db_path: Path, embedder: Embedder | None = None, mode: str = "hybrid",
                  reranker: Reranker | None = None):
@@ -223,7 +231,7 @@ class OboyuApp(App):
         preview = self.query_one("#preview", Preview)
         title = f"{display_path(result.path)}:{result.start_line}"
         if shown is None:
-            preview.show(Text(f"{message}\n\n{result.snippet}"), 0, title)
+            preview.show(Text(visible(message) + "\n\n" + visible(result.snippet)), 0, title)
         else:
             preview.show(shown[0], shown[1], title)
 

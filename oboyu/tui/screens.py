@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rich.cells import cell_len
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -19,6 +20,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.indexer import IndexProgress
 from oboyu.search.filters import Filters, make_filters
 from oboyu.search.live import IndexSummary
+from oboyu.text import visible
 from oboyu.tui.widgets import display_path
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ class FilterScreen(ModalScreen[Filters | None]):
             filters = make_filters(values["paths"].split(), values["types"] or None,
                                    values["since"] or None, values["until"] or None)
         except OboyuError as exc:
-            self.query_one("#error", Label).update(str(exc))
+            self.query_one("#error", Label).update(Text(visible(str(exc))))
             return
         self.texts.clear()
         self.texts.update(values)
@@ -147,7 +149,7 @@ class FolderPicker(ModalScreen[Path | None]):
     def choose(self) -> None:
         path = Path(os.path.expanduser(self.query_one("#folder", Input).value.strip()))
         if not path.is_dir():
-            self.query_one("#error", Label).update(f"not a folder: {path}")
+            self.query_one("#error", Label).update(Text(visible(f"not a folder: {path}")))
             return
         self.dismiss(path.resolve())
 
@@ -164,7 +166,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(self.question)
+            yield Label(Text(visible(self.question)))
             with Horizontal(classes="buttons"):
                 yield Button("Yes", variant="error", id="yes")
                 yield Button("No", id="no")
@@ -207,7 +209,7 @@ class IndexScreen(Screen):
 
     def show_roots(self, summary: IndexSummary) -> None:
         self.query_one("#index-title", Label).update(
-            f"{display_path(self.oboyu.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks"
+            Text(f"{display_path(self.oboyu.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks")
         )
         table = self.query_one("#roots", DataTable)
         table.clear(columns=True)
@@ -219,14 +221,15 @@ class IndexScreen(Screen):
         table.add_column("Last update", width=16)
         for folder, r in zip(folders, summary.roots):
             when = r.last_update.strftime("%Y-%m-%d %H:%M") if isinstance(r.last_update, datetime) else "—"
-            table.add_row(folder, f"{r.documents:,}", f"{r.chunks:,}", when, key=r.path)
+            table.add_row(Text(folder), f"{r.documents:,}", f"{r.chunks:,}", when, key=r.path)  # Text: never markup
 
     def show_progress(self, progress: IndexProgress | None, message: str = "") -> None:
         bar = self.query_one("#progress", ProgressBar)
         text = self.query_one("#progress-text", Static)
         bar.display = progress is not None  # an idle bar would animate
         if progress is None:
-            text.update(message or ("indexing…" if self.oboyu.indexing else "a: add a folder · r: reindex · d: remove"))
+            text.update(Text(visible(message)) if message else
+                        ("indexing…" if self.oboyu.indexing else "a: add a folder · r: reindex · d: remove"))
             return
         bar.update(total=max(progress.files_total, 1), progress=progress.files_done)
         text.update(progress.line())

@@ -14,23 +14,30 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.query import Result
+from oboyu.text import visible
 
 MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
 PREVIEW_CONTEXT_LINES = 200  # lines of the file shown around the passage
 
 
 def display_path(path: str | Path) -> str:
-    """A path with the home folder written as ~."""
+    """A path with the home folder written as ~, control characters made visible."""
     text, home = str(path), os.path.expanduser("~")
     if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
-        return "~" + text[len(home) :]
-    return text
+        text = "~" + text[len(home) :]
+    return visible(text)
 
 
 def highlighted(text: str, spans: list[tuple[int, int]], style: Style | str = "") -> Text:
-    out = Text(text, style=style, no_wrap=True, overflow="ellipsis")
+    """Text from a file with its matches marked, control characters made visible (piece by
+    piece, since a visible form may be longer than the character it stands for)."""
+    out = Text(style=style, no_wrap=True, overflow="ellipsis")
+    position = 0
     for start, end in spans:
-        out.stylize(MATCH, start, end)
+        out.append(visible(text[position:start]))
+        out.append(visible(text[start:end]), style=MATCH)
+        position = end
+    out.append(visible(text[position:]))
     return out
 
 
@@ -40,14 +47,15 @@ def result_prompt(result: Result) -> Group:
     first = Table.grid(expand=True, padding=(0, 0, 0, 1))
     first.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     first.add_column(justify="right", no_wrap=True)
-    name = Text(path.name, style="bold", no_wrap=True, overflow="ellipsis")
+    name = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
     name.append(f"  {display_path(path.parent)}", style="dim")
     score = f"{result.score:.3f}"
     if result.other_matches:
         score = f"+{result.other_matches}  {score}"
     first.add_row(name, Text(score, style="dim"))
-    heading = Text(result.heading or result.title or "", style="italic", no_wrap=True, overflow="ellipsis")
-    where = f"p. {result.page_start}" if result.page_start is not None else f"L{result.start_line}–{result.end_line}"
+    heading = Text(visible(result.heading or result.title or ""), style="italic", no_wrap=True, overflow="ellipsis")
+    where = result.location.removeprefix(result.path).strip(" ():") if result.page_start is not None \
+        else f"L{result.start_line}–{result.end_line}"
     heading.append(f"  {where}", style="dim")
     return Group(first, heading, highlighted(result.snippet, result.matches))
 
@@ -95,7 +103,7 @@ class Preview(VerticalScroll, can_focus=True):
         yield Static(id="preview-text")
 
     def show(self, text: Text, row: int, title: str) -> None:
-        self.border_title = title
+        self.border_title = Text(visible(title))  # a Text: a file name is never read as markup
         self.query_one("#preview-text", Static).update(text)
         self.call_after_refresh(self.scroll_to, y=max(0, row - 2), animate=False)
 

@@ -1,0 +1,29 @@
+"""Text from files, made safe to show. A file's text, name or heading may hold terminal control
+sequences (ESC ] 0; … BEL retitles the window, ESC [ 2 J clears it) or bidi overrides that make a
+name read backwards; nothing from a file reaches a terminal or the app without passing here."""
+
+from __future__ import annotations
+
+_VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  # ␀ … ␟ (tab kept)
+_VISIBLE[0x7F] = "␡"
+_VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})  # C1: 0x9b is an 8-bit CSI
+_VISIBLE.update({code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)})
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if code >= 0x7F}
+
+
+def visible(text: str) -> str:
+    """Control characters shown as symbols (␛ for ESC, ␊ for a newline) and bidi controls as
+    escapes, so the text can be printed as it is."""
+    return text.translate(_VISIBLE)
+
+
+def json_safe(dumped: str) -> str:
+    """JSON text with the characters json.dumps leaves raw under ensure_ascii=False (DEL, C1
+    controls, bidi controls) escaped: still the same JSON value, harmless on a terminal."""
+    return dumped.translate(_JSON_ESCAPES)
+
+
+def clean_input(text: str) -> str:
+    """Text typed or passed on a command line, as valid Unicode: bytes that were not UTF-8 (kept
+    by Python as lone surrogates) become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -1,0 +1,181 @@
+"""Trust on a real folder: no file, cache or reader can stop indexing or reach the terminal, one
+indexer per real index file, and ordinary conditions answer in one line. Each test here failed
+before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_oboyu as oboyu
+
+from oboyu.errors import IndexBusyError
+from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
+from oboyu.index.indexer import Indexer, IndexProgress
+from oboyu.index.lock import IndexLock
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+
+HOSTILE = "before\x1b]0;PWNED\x07\x1b[2J\x9b31m after"  # retitle the terminal, clear it, an 8-bit CSI
+
+
+def glossary(folder: Path, sections: int) -> Path:
+    lines = ["# 用語集", ""]
+    for i in range(sections):
+        lines += [f"## 用語 {i}", "", f"用語 {i} は、記録と検索のための第{i}の概念を指す。", ""]
+    path = folder / "glossary.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def test_one_long_file_indexes_beside_a_normal_one_and_shows_progress_inside_it(tmp_path: Path, embedder: Embedder) -> None:
+    """2,100 sections: one insert of over 2,000 chunks with no PDF pages (an all-NULL column that
+    DuckDB failed to read: `'numpy.ndarray' object has no attribute 'first_valid_index'`)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    glossary(notes, 2100)
+    (notes / "memo.md").write_text("# メモ\n\n会議の議事録を共有フォルダに置く。\n", encoding="utf-8")
+    steps: list[IndexProgress] = []
+    stats = Indexer(tmp_path / "index.duckdb", embedder, steps.append).index([notes])
+    assert stats.added == 2 and not stats.skipped
+    with Store(tmp_path / "index.duckdb", read_only=True) as store:
+        assert store.counts() == (2, stats.chunks) and stats.chunks > 2000
+        assert not store.integrity_problems()
+    # while the long file embeds, no file is done yet, but its chunks count up
+    inside = [s.chunks for s in steps if s.files_done == 0 and s.chunks > 0]
+    assert len(inside) >= 5 and inside == sorted(inside)
+
+
+def test_a_damaged_embedding_cache_is_moved_aside_and_indexing_goes_on(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 議事録\n\n会議の議事録をまとめる。\n", encoding="utf-8")
+    cache = tmp_path / "embeddings.sqlite3"
+    cache.write_bytes(os.urandom(4096))  # not a database
+    env = dict(oboyu_env, OBOYU_EMBEDDING_CACHE=str(cache))
+    done = oboyu(env, "index", str(notes))
+    assert done.returncode == 0, done.stderr
+    assert "1 added" in done.stderr and done.stderr.count("embedding cache") == 1
+    moved = list(tmp_path.glob("embeddings.sqlite3.broken-*"))
+    assert len(moved) == 1 and str(moved[0]) in done.stderr  # kept, and named
+    assert json.loads(oboyu(env, "cache", "stats", "--json").stdout)["vectors"] == 1  # the new one works
+    # a truncated cache: `cache clear` still works
+    data = cache.read_bytes()
+    cache.write_bytes(data[: len(data) // 3])
+    Path(str(cache) + "-wal").unlink(missing_ok=True)
+    cleared = oboyu(env, "cache", "clear")
+    assert cleared.returncode == 0 and "Traceback" not in cleared.stderr and "unexpected" not in cleared.stderr
+    assert not list(tmp_path.glob("embeddings.sqlite3.broken-*"))  # clear empties what was moved aside too
+
+
+def test_a_full_cache_never_costs_a_vector(tmp_path: Path, embedder: Embedder) -> None:
+    told: list[str] = []
+    cache = EmbeddingCache(tmp_path / "cache.sqlite3", notify=told.append)
+    assert cache.con is not None
+    cache.con.execute("PRAGMA max_page_count = 4")  # SQLITE_FULL, as on a full disk
+    texts = [f"議事録 {i} を共有フォルダへ置く。" * 20 for i in range(40)]
+    vectors, embedded, reused = embed_passages(embedder, texts, cache)
+    assert vectors.shape == (40, embedder.info.dimensions) and embedded == 40 and reused == 0
+    assert np.allclose(vectors, embed_passages(embedder, texts, None)[0], atol=1e-5)
+    assert len(told) == 1 and "going on without it" in told[0]
+    assert embed_passages(embedder, texts[:2], cache)[0].shape == (2, embedder.info.dimensions)
+    cache.close()
+
+
+def test_text_and_names_from_files_never_reach_the_terminal_raw(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plain.md").write_text(f"# 見出し{HOSTILE}\n\n会議の議事録 {HOSTILE} をまとめる。\n", encoding="utf-8")
+    odd = notes / "odd\x1b[31mname\nsecond line.md"
+    odd.write_text("# 議事録\n\n会議の議事録について。\n", encoding="utf-8")
+    (notes / "bin\x1b]0;x\x07.md").write_bytes(b"\x00\x01binary")  # skipped: its name is listed with -v
+    indexed = oboyu(oboyu_env, "index", str(notes), "-v")
+    assert indexed.returncode == 0, indexed.stderr
+    found = oboyu(oboyu_env, "query", "会議の議事録", "-k", "5")
+    explained = oboyu(oboyu_env, "query", "会議の議事録", "--json")
+    status = oboyu(oboyu_env, "status")
+    for output in (indexed.stderr, found.stdout, found.stderr, status.stdout, explained.stdout):
+        assert "\x1b" not in output and "\x07" not in output and "\x9b" not in output
+    assert "␛]0;PWNED␇␛[2J" in found.stdout and "odd␛[31mname␊second line.md" in found.stdout
+    assert "bin␛]0;x␇.md" in indexed.stderr
+    # JSON keeps the exact text, escaped
+    assert any(HOSTILE in r["snippet"] for r in json.loads(explained.stdout))
+
+
+def test_a_long_lived_stdin_reader_lets_an_indexer_in(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# レシピ\n\nカレーは玉ねぎを炒めてから煮込む。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(notes), "-q").returncode == 0
+    reader = subprocess.Popen([sys.executable, "-m", "oboyu.cli", "query", "--stdin", "-k", "3"], env=oboyu_env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdin and reader.stdout
+        reader.stdin.write("カレーの作り方\n")
+        reader.stdin.flush()
+        assert json.loads(reader.stdout.readline())[0]["path"].endswith("a.md")
+        (notes / "b.md").write_text("# 庭\n\nトマトの苗に朝水をやる。\n", encoding="utf-8")
+        started = time.monotonic()
+        done = oboyu(oboyu_env, "index", str(notes), "-q", timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert time.monotonic() - started < 30  # not the 60 s wait for the reader to let go
+        reader.stdin.write("トマトの水やり\n")
+        reader.stdin.flush()
+        assert json.loads(reader.stdout.readline())[0]["path"].endswith("b.md")  # and it sees the new file
+    finally:
+        reader.kill()
+        reader.communicate()
+
+
+def test_one_indexer_per_real_file_whatever_the_path(tmp_path: Path, embedder: Embedder) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# a\n\ntext\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([notes])
+    (tmp_path / "via-symlink.duckdb").symlink_to(db)
+    os.link(db, tmp_path / "via-hardlink.duckdb")
+    for other in ("via-symlink.duckdb", "via-hardlink.duckdb"):
+        with IndexLock(db), pytest.raises(IndexBusyError, match="another oboyu process"):
+            Indexer(tmp_path / other, embedder).update()
+    assert Indexer(tmp_path / "via-hardlink.duckdb", embedder).update().unchanged == 1  # free again
+
+
+def test_ordinary_conditions_answer_in_one_line(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 議事録\n\n会議の議事録をまとめる。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(notes), "-q").returncode == 0
+    early = oboyu(oboyu_env, "query", "議事録", "--since", "0001-01-01")
+    assert early.returncode == 2 and len(early.stderr.strip().splitlines()) == 1
+    assert "out of range" in early.stderr and "unexpected" not in early.stderr
+    # a query that is not UTF-8 (a Latin-1 terminal): answered, not "surrogates not allowed"
+    latin = subprocess.run([sys.executable.encode(), b"-m", b"oboyu.cli", b"query", b"caf\xe9 \xe8\xad\xb0\xe4\xba\x8b\xe9\x8c\xb2"],
+                           env=oboyu_env, capture_output=True, timeout=300)
+    assert latin.returncode in (0, 1) and b"Traceback" not in latin.stderr and b"unexpected" not in latin.stderr
+    lines = b"\xe8\xad\xb0\xe4\xba\x8b\xe9\x8c\xb2\n\xff\xfe bad bytes\n\n\xe4\xbc\x9a\xe8\xad\xb0\n"
+    batch = subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "--stdin", "-k", "1"], input=lines,
+                           env=oboyu_env, capture_output=True, timeout=300)
+    assert batch.returncode == 0, batch.stderr
+    answers = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert len(answers) == 4 and answers[2] == [] and answers[0][0]["path"].endswith("a.md")
+    errors = [json.loads(line) for line in batch.stderr.splitlines() if line.startswith(b"{")]
+    assert errors == [{"line": 3, "error": "the query is empty"}]
+
+
+def test_an_index_in_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path, oboyu_env: dict) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    env = dict(oboyu_env, OBOYU_DB=str(blocker / "index.duckdb"))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# a\n\ntext\n", encoding="utf-8")
+    done = oboyu(env, "index", str(notes))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "unexpected" not in done.stderr and str(blocker) in done.stderr
