@@ -179,3 +179,47 @@ def test_an_index_in_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path, ob
     done = oboyu(env, "index", str(notes))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "unexpected" not in done.stderr and str(blocker) in done.stderr
+
+
+def test_special_files_never_stall_indexing_or_mcp(tmp_path: Path, embedder: Embedder) -> None:
+    """An indexed file replaced by a FIFO, and a symlink to /proc/kmsg followed: every read answers
+    at once (it hung forever), and snippets never show what `read` refuses."""
+    import anyio
+    from mcp.client import Client
+
+    from oboyu.mcp import OboyuTools, build_server
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "fifo.md").write_text("# 会議\n\n議事録を共有する。\n", encoding="utf-8")
+    (root / "plain.md").write_text("# 庭\n\nトマトに水をやる。\n", encoding="utf-8")
+    secret = tmp_path / "secret.md"
+    secret.write_text("# 議事録\n\n外のファイル: 議事録の秘密。\n", encoding="utf-8")
+    (root / "outside.md").symlink_to(secret)
+    if os.path.exists("/proc/kmsg"):
+        (root / "kmsg.md").symlink_to("/proc/kmsg")
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder, follow_symlinks=True).index([root])
+    (root / "fifo.md").unlink()
+    os.mkfifo(root / "fifo.md")  # still indexed: `read` must refuse it at once, 50 times over
+    tools = OboyuTools(db, embedder)
+    assert all("secret" not in hit["path"] for hit in tools.search("議事録の秘密", k=10))
+    server = build_server(tools)
+
+    async def calls() -> None:
+        async with Client(server) as client:
+            async def read(path: Path) -> None:
+                with anyio.fail_after(10):
+                    result = await client.call_tool("read", {"path": str(path)})
+                assert result.is_error and "not a regular file" in result.content[0].text
+
+            async with anyio.create_task_group() as group:
+                for _ in range(50):
+                    group.start_soon(read, root / "fifo.md")
+            with anyio.fail_after(10):
+                assert not (await client.call_tool("status", {})).is_error
+
+    anyio.run(calls)
+    started = time.monotonic()
+    stats = Indexer(db, embedder).update()  # the FIFO is not opened: its rows go, nothing waits
+    assert stats.removed == 1 and time.monotonic() - started < 60

@@ -9,7 +9,9 @@ which the score below punishes.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
+import stat
 from dataclasses import dataclass
 
 from oboyu.errors import OboyuError
@@ -150,12 +152,31 @@ def _detect(data: bytes) -> Decoded:
     return Decoded(str(match), match.encoding)
 
 
+def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> tuple[bytes, os.stat_result]:
+    """Up to max_bytes + 1 bytes of a regular file, and the stat of what was read. Opened without
+    blocking and checked after opening, so a FIFO, a device or a file like /proc/kmsg that took a
+    regular file's place raises OSError at once instead of hanging the reader."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size == 0:  # empty; or a kernel file (/proc, /sys) that says 0 and streams: not read
+            return b"", info
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    except BlockingIOError as exc:  # a regular file that reads like a device (/proc/kmsg)
+        raise OSError(errno.EAGAIN, "would block (not an ordinary file)", str(path)) from exc
+    finally:
+        os.close(fd)
+    return data or b"", info
+
+
 def read_text_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> str:
     """A file's text, decoded as the indexer decodes it; errors say why in one line."""
     try:
-        flags = os.O_RDONLY | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(os.open(path, flags), "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data, _ = read_regular_file(path, max_bytes, follow_symlinks)
     except OSError as exc:
         raise OboyuError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:

@@ -27,6 +27,7 @@ import numpy as np
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, size_cap_reason
+from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import Extracted, Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
 from oboyu.errors import OboyuError
@@ -356,10 +357,8 @@ class Indexer:
     def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | Skipped:
         path = entry.path
         try:
-            with open(path, "rb") as handle:
-                # the stat of what we read: a file changed while being read looks changed next run
-                before = os.fstat(handle.fileno())
-                data = handle.read(self.max_bytes + 1)
+            # the stat of what we read: a file changed while being read looks changed next run
+            data, before = read_regular_file(path, self.max_bytes)
         except OSError as exc:
             return Skipped(path, f"cannot read: {exc.strerror or exc}")
         if len(data) > self.max_bytes:

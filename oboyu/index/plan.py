@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oboyu.documents.crawl import FileEntry, Skipped, crawl_part
+from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import file_type_for
 from oboyu.index.records import Move, Root, StoredFile
 from oboyu.index.store import Store
@@ -42,8 +43,7 @@ class Plan:
 def sha256_of(path: Path, max_bytes: int) -> str | None:
     """The content hash of a file, or None when it cannot be read or is over the cap."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data, _ = read_regular_file(path, max_bytes)
     except OSError:
         return None
     return hashlib.sha256(data).hexdigest() if len(data) <= max_bytes else None

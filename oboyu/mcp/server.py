@@ -60,6 +60,9 @@ class OboyuTools:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         filters = make_filters([path] if path else [], type, since)
         results = self.live.search(query, mode, k, filters).results
+        # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
+        with self.live.reading() as store:
+            results = [r for r in results if self._inside_its_root(r.path, store.root_of_file(r.path))]
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}
@@ -127,10 +130,14 @@ class OboyuTools:
             root = store.root_of_file(candidate)
         if root is None:
             raise RefusedError("not an indexed file")
-        real = os.path.realpath(candidate)
-        if not is_within(real, os.path.realpath(root)):
+        if not self._inside_its_root(candidate, root):
             raise RefusedError("file resolves outside its indexed folder")
-        return real
+        return os.path.realpath(candidate)
+
+    @staticmethod
+    def _inside_its_root(path: str, root: str | None) -> bool:
+        """Whether the file's real path (symlinks and `..` resolved) lies inside its root's."""
+        return root is not None and is_within(os.path.realpath(path), os.path.realpath(root))
 
 
 def build_server(tools: OboyuTools):
