@@ -120,7 +120,7 @@ def test_a_full_rebuild_reuses_the_embedding_cache(tmp_path: Path, embedder: Emb
     first = Indexer(db, embedder, cache=cache).index([notes])
     assert (first.chunks, first.reused) == (2, 0)
     full = Indexer(db, embedder, cache=cache, full=True).update()
-    assert (full.changed, full.chunks, full.reused) == (2, 0, 2)
+    assert (full.changed, full.unchanged, full.chunks, full.reused) == (0, 2, 0, 2)  # rebuilt, content as it was
     db.unlink()  # the cache outlives the index
     again = Indexer(db, embedder, cache=cache).index([notes])
     assert (again.added, again.chunks, again.reused) == (2, 0, 2)

@@ -223,3 +223,32 @@ def test_special_files_never_stall_indexing_or_mcp(tmp_path: Path, embedder: Emb
     started = time.monotonic()
     stats = Indexer(db, embedder).update()  # the FIFO is not opened: its rows go, nothing waits
     assert stats.removed == 1 and time.monotonic() - started < 60
+
+
+def test_the_smaller_surprises(tmp_path: Path, oboyu_env: dict, embedder: Embedder) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "late-nul.txt").write_bytes(("議事録 " * 3000).encode() + b"\x00tail")  # a NUL past the first 8 KB
+    (notes / "todo.MD").write_text("# 議事録\n\n会議の議事録。\n", encoding="utf-8")
+    (notes / "long.markdown").write_text("# 議事録\n\n会議の議事録、長い名前。\n", encoding="utf-8")
+    (notes / "note.txt").write_text("会議の議事録。\n", encoding="utf-8")
+    indexed = oboyu(oboyu_env, "index", str(notes), "-v")
+    assert "late-nul.txt: binary file" in indexed.stderr
+    (notes / "new.txt").write_text("新しい議事録。\n", encoding="utf-8")
+    pending = oboyu(oboyu_env, "status", "--pending")
+    assert "added    " + str(notes / "new.txt") in pending.stdout and "2 to add" in pending.stdout  # the report is the output
+    assert pending.stderr == ""
+    rebuilt = oboyu(oboyu_env, "reindex", "--full")
+    assert "0 changed" in rebuilt.stderr and "3 unchanged" in rebuilt.stderr  # nothing changed: not "changed"
+    found = {Path(r["path"]).name for r in json.loads(oboyu(oboyu_env, "query", "議事録", "--type", "md", "--json").stdout)}
+    assert found == {"todo.MD", "long.markdown"}  # md: every Markdown file, any case
+    six = oboyu(oboyu_env, "query", "議事録", "--since", "6m")
+    assert "--since 6m: 6 minutes ago" in six.stderr  # said, for whoever meant months
+    for value in ("6mo", "1y", "today", "yesterday", "90min"):
+        assert oboyu(oboyu_env, "query", "議事録", "--since", value, "--json").returncode == 0, value
+    from oboyu.search import Filters, SqlRanker
+
+    with Store(Path(oboyu_env["OBOYU_DB"]), read_only=True) as store:
+        vector = embedder.embed_queries(["議事録"])[0]
+        paths = lambda filters: {cid for cid, _ in SqlRanker(store).vector_scores(vector, 20, filters)}  # noqa: E731
+        assert paths(Filters(path_globs=("*.md",), ignore_case=True)) > paths(Filters(path_globs=("*.md",), ignore_case=False))

@@ -219,6 +219,5 @@ def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
         click.echo(visible(f"missing  {root.path} (its rows are kept)"))
     click.echo(
         f"{len(plan.added)} to add, {len(plan.changed)} to change, {len(plan.removed)} to remove, "
-        f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped",
-        err=True,
+        f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped"
     )

@@ -14,7 +14,7 @@ from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
 from oboyu.progress import ProgressLine
-from oboyu.search.filters import Filters, make_filters
+from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.search.query import MODES, Result
 from oboyu.text import clean_input, json_safe, visible
@@ -43,7 +43,8 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only paths matching GLOB (`!GLOB` excludes); repeatable.")
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
-@click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, or an age like 7d).")
+@click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, today, yesterday, or an "
+              "age: 30min, 12h, 7d, 2w, 6mo, 1y; m is minutes).")
 @click.option("--until", metavar="DATE", help="Only files modified before DATE.")
 @click.option("--root", "roots", multiple=True, metavar="NAME",
               help="Only files of this indexed folder (its name or path; `oboyu status` lists them); repeatable.")
@@ -67,6 +68,9 @@ def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple
     with open_reading(path) as store:
         folders = [root.path for root in store.roots_named(list(roots))]
         filters = make_filters(paths, types, since, until, folders)
+        for option, value in (("--since", since), ("--until", until)):
+            if value and (meaning := describe_age(value)):
+                click.echo(f"oboyu: {option} {meaning} ago", err=True)  # 6m is minutes, 6mo months
         embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode != "keyword" else None
         reranker = load_reranker(rerank)
         if not from_stdin:

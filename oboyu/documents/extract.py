@@ -71,10 +71,10 @@ class Unextractable(Exception):
 
 
 def looks_binary(data: bytes) -> bool:
-    head = data[:8192]
-    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
+    """A NUL anywhere (not only in the first blocks) outside UTF-16/32 text marked by its BOM."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\xef\xbb\xbf", b"\x00\x00\xfe\xff")):
         return False
-    return b"\x00" in head
+    return b"\x00" in data
 
 
 def extract_file(data: bytes, file_type: str) -> tuple[Extracted, str]:

@@ -102,6 +102,7 @@ class _Prepared:
     pages: list[tuple[int | None, int | None]]
     terms: list[Counter[str]]  # keyword index terms of each chunk
     is_new: bool
+    content_changed: bool  # False for a file rebuilt by --full whose content is as indexed
 
 
 @dataclass
@@ -380,7 +381,8 @@ class Indexer:
         )
         pages = [_pages_of(extracted, c) for c in chunks]
         terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
-        return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None)
+        return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None,
+                         content_changed=previous is None or previous.sha256 != sha)
 
     def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
                          stats: IndexStats, report: Callable[[int], None] = lambda _done: None) -> None:
@@ -413,8 +415,10 @@ class Indexer:
         for p in prepared:
             if p.is_new:
                 stats.added += 1
-            else:
+            elif p.content_changed:
                 stats.changed += 1
+            else:  # rebuilt by --full, its content as it was
+                stats.unchanged += 1
 
 
 def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | None]:

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
+from oboyu.documents.extract import file_type_for
 from oboyu.errors import OboyuError
+
+# macOS and Windows name files case-insensitively: there `*.md` matches `todo.MD` as the Finder does
+CASE_INSENSITIVE_FILES = sys.platform in ("darwin", "win32")
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,7 @@ class Filters:
     since_ns: int | None = None  # file modification time, nanoseconds since the epoch
     until_ns: int | None = None
     folders: tuple[str, ...] = ()  # absolute folders (indexed roots) the files must be under
+    ignore_case: bool = CASE_INSENSITIVE_FILES  # globs match as the file system names files
 
     def is_empty(self) -> bool:
         return self == Filters()
@@ -33,18 +40,19 @@ class Filters:
         params: list = []
         includes = [g for g in self.path_globs if not g.startswith("!")]
         excludes = [g[1:] for g in self.path_globs if g.startswith("!")]
+        path, fold = ("lower(d.path)", str.lower) if self.ignore_case else ("d.path", str)
         if includes:
-            clauses.append("(" + " OR ".join("d.path GLOB ?" for _ in includes) + ")")
-            params += [_anchor(g) for g in includes]
+            clauses.append("(" + " OR ".join(f"{path} GLOB ?" for _ in includes) + ")")
+            params += [fold(_anchor(g)) for g in includes]
         for glob in excludes:
-            clauses.append("NOT d.path GLOB ?")
-            params.append(_anchor(glob))
+            clauses.append(f"NOT {path} GLOB ?")
+            params.append(fold(_anchor(glob)))
         if self.types:
-            types = [t.lower().lstrip(".") for t in self.types]
+            extensions = [t.lower().lstrip(".") for t in self.types]
             clauses.append(
                 "(list_contains(?, d.file_type) OR list_contains(?, lower(regexp_extract(d.path, '\\.([^./]+)$', 1))))"
             )
-            params += [types, types]
+            params += [extensions + _document_types(extensions), extensions]
         if self.since_ns is not None:
             clauses.append("d.mtime_ns >= ?")
             params.append(self.since_ns)
@@ -55,6 +63,13 @@ class Filters:
             clauses.append("(" + " OR ".join("starts_with(d.path, ?)" for _ in self.folders) + ")")
             params += [folder.rstrip(os.sep) + os.sep for folder in self.folders]
         return (" AND ".join(clauses) or "TRUE"), params
+
+
+def _document_types(extensions: list[str]) -> list[str]:
+    """The document types these extensions name: `md` is every Markdown file (.markdown, .mdx
+    too). Code is left out: `--type py` means Python files, not every source file."""
+    types = {file_type_for(Path("x." + ext)) for ext in extensions}
+    return sorted(t for t in types if t is not None and t != "code")
 
 
 def _anchor(glob: str) -> str:
@@ -78,17 +93,35 @@ def make_filters(
     )
 
 
+AGE_UNITS = {  # seconds; a month and a year as people count them roughly
+    "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, "mo": 30 * 86400, "y": 365 * 86400,
+}
+AGE_NAMES = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks", "mo": "months", "y": "years"}
+
+
 def parse_time(value: str) -> int:
-    """A date, an ISO time or an age (`30m`, `12h`, `7d`, `2w`) as nanoseconds since the epoch."""
-    age = re.fullmatch(r"(\d+)\s*([mhdw])", value.strip())
+    """A date, an ISO time, `today`, `yesterday` or an age (`30min`, `12h`, `7d`, `2w`, `6mo`,
+    `1y`; `m` is minutes) as nanoseconds since the epoch."""
+    word = value.strip().lower()
+    if word in ("today", "yesterday"):
+        midnight = datetime.now().replace(hour=0, minute=0, second=0, microsecond=0)
+        return int((midnight.timestamp() - (86400 if word == "yesterday" else 0)) * 1e9)
+    age = re.fullmatch(r"(\d+)\s*(min|mo|[mhdwy])", word)
     if age:
-        seconds = int(age.group(1)) * {"m": 60, "h": 3600, "d": 86400, "w": 604800}[age.group(2)]
+        seconds = int(age.group(1)) * AGE_UNITS[age.group(2)]
         return int((time.time() - seconds) * 1e9)
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise OboyuError(f"not a date: {value!r} (use 2026-01-31, 2026-01-31T09:00 or an age like 7d)") from None
+        raise OboyuError(f"not a date: {value!r} (use 2026-01-31, 2026-01-31T09:00, today, yesterday "
+                         "or an age like 30min, 12h, 7d, 2w, 6mo, 1y)") from None
     try:
         return int(moment.timestamp() * 1e9)
     except (ValueError, OverflowError, OSError):  # before year 1 in local time, or past what the clock holds
         raise OboyuError(f"the date {value!r} is out of range; use one from 1970 to 9999") from None
+
+
+def describe_age(value: str) -> str | None:
+    """`6m` -> "6m: 6 minutes", so that a person who meant months sees it; None for a date."""
+    age = re.fullmatch(r"(\d+)\s*(min|mo|[mhdwy])", value.strip().lower())
+    return f"{value.strip()}: {age.group(1)} {AGE_NAMES[age.group(2)]}" if age else None
