@@ -127,7 +127,7 @@ def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
             await pilot.press("ctrl+f")
             assert isinstance(app.screen, FilterScreen)
             app.screen.query_one("#types").value = "txt,html"
-            app.screen.query_one("#since").value = "yesterday"
+            app.screen.query_one("#since").value = "someday"  # (yesterday is a date now)
             await pilot.click("#apply")
             assert "not a date" in str(app.screen.query_one("#error").render())
             app.screen.query_one("#since").value = ""
@@ -293,3 +293,50 @@ def test_snapshot_index_screen(db: Path, embedder: Embedder, snap_compare) -> No
 
 def test_snapshot_help_and_filters(db: Path, embedder: Embedder, snap_compare) -> None:
     assert snap_compare(snapshot_app(db, embedder), terminal_size=(80, 24), run_before=typed("京都", "f1"))
+
+
+def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> None:
+    """Counts that follow another process's writes, a pasted paragraph kept whole, Quit in the
+    footer, no hidden entries in the folder picker, a passage's pages as the CLI shows them."""
+    from rich.console import Console
+    from textual import events
+
+    from oboyu.search.query import Result
+    from oboyu.tui.widgets import result_prompt
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await type_query(pilot, "カレー")
+            await until(pilot, lambda: app.summary.documents > 0)
+            before = app.summary.documents
+            (home / "notes" / "new-note.md").write_text("# 新しいメモ\n\n植木鉢の土を替える。\n", encoding="utf-8")
+            Indexer(db, embedder).index([home / "notes"])  # as another process would, through the file
+            app.query_one("#query").value = ""
+            await type_query(pilot, "植木鉢")
+            await until(pilot, lambda: app.summary.documents == before + 1)
+            assert f"{before + 1:,} docs" in str(app.query_one("#status").render())
+
+            box = app.query_one("#query")
+            box.value = ""
+            box.post_message(events.Paste("会議の\n議事録を\r\nまとめる"))
+            await until(pilot, lambda: box.value == "会議の 議事録を まとめる")
+
+            quit_key = [b for b in app.active_bindings.values() if b.binding.key == "ctrl+q"]
+            assert quit_key and quit_key[0].binding.show and quit_key[0].binding.description == "Quit"
+
+            (home / ".hidden").mkdir()
+            (home / "visible").mkdir()
+            app.push_screen(FolderPicker(home))
+            await pilot.pause()
+            tree = app.screen.query_one("#tree")
+            await until(pilot, lambda: len(tree.root.children) > 0)
+            names = {str(node.label) for node in tree.root.children}
+            assert "visible" in names and "notes" in names and not any(n.startswith(".") for n in names)
+
+    asyncio.run(run())
+    pages = Result(rank=1, score=0.5, path="/d/report.pdf", start_line=1, end_line=9, heading="h", title=None,
+                   snippet="s", chunk_id="c", page_start=1, page_end=2)
+    console = Console(width=100, record=True)
+    console.print(result_prompt(pages))
+    assert "p. 1-2" in console.export_text()

@@ -37,7 +37,7 @@ from oboyu.search.query import MODES, Result
 from oboyu.text import visible
 from oboyu.tui.screens import FilterScreen, HelpScreen, IndexScreen, PromptScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
-from oboyu.tui.widgets import Preview, ResultList, display_path, preview_text
+from oboyu.tui.widgets import Preview, QueryInput, ResultList, display_path, preview_text
 
 PREVIEW_MAX_BYTES = 20 * 1024 * 1024
 HIGHLIGHT_LINES = 40  # lines around the passage whose matches are marked in the preview
@@ -53,6 +53,7 @@ class OboyuApp(App):
         Binding("ctrl+f", "filters", "Filters"),
         Binding("ctrl+o", "indexes", "Indexes"),
         Binding("f1", "help", "Help"),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("question_mark", "help", "Help", show=False),
         Binding("down", "move(1)", "Next", show=False),
         Binding("up", "move(-1)", "Previous", show=False),
@@ -80,6 +81,7 @@ class OboyuApp(App):
         self.filters = Filters()
         self.filter_texts: dict[str, str] = {}
         self.summary = IndexSummary(None, 0, 0)
+        self._summary_generation: str | None = None  # the index generation the summary was read at
         self.index_progress: IndexProgress | None = None
         self.indexing = False
         self.stale = False
@@ -92,7 +94,7 @@ class OboyuApp(App):
     # --- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="Search your documents (日本語 / English)…", id="query")
+        yield QueryInput(placeholder="Search your documents (日本語 / English)…", id="query")
         with Container(id="body"):
             yield ResultList(id="results")
             yield Preview(id="preview")
@@ -192,6 +194,9 @@ class OboyuApp(App):
             return
         self.shown, self.shown_at, self.last_search_seconds = request, time.perf_counter(), seconds
         self.stale = outcome.stale
+        if self.live.resident.generation != self._summary_generation:  # written meanwhile, perhaps elsewhere
+            self._summary_generation = self.live.resident.generation
+            self.refresh_summary()
         results = self.query_one("#results", ResultList)
         results.show(outcome.results)
         results.border_title = f"Results · {len(outcome.results)}" + (" · index busy, last loaded state" if outcome.stale else "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -115,6 +116,13 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class VisibleDirectoryTree(DirectoryTree):
+    """Folders as a file manager shows them: hidden entries (.bashrc, .cargo) left out."""
+
+    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
+        return [path for path in paths if not path.name.startswith(".")]
+
+
 class FolderPicker(ModalScreen[Path | None]):
     """Choose a folder: browse the tree (Enter opens, a click picks) or type its path."""
 
@@ -128,7 +136,7 @@ class FolderPicker(ModalScreen[Path | None]):
         with Vertical(id="dialog", classes="picker"):
             yield Label("Add a folder to the index", classes="title")
             yield Input(str(self.start), id="folder")
-            yield DirectoryTree(self.start, id="tree")
+            yield VisibleDirectoryTree(self.start, id="tree")
             yield Label("", id="error")
             with Horizontal(classes="buttons"):
                 yield Button("Add", variant="primary", id="add")

@@ -9,8 +9,9 @@ from rich.console import Group
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.containers import VerticalScroll
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.query import Result
@@ -110,3 +111,18 @@ class Preview(VerticalScroll, can_focus=True):
     def clear(self, message: str = "") -> None:
         self.border_title = ""
         self.query_one("#preview-text", Static).update(Text(message, style="dim"))
+
+
+class QueryInput(Input):
+    """The search box. A pasted paragraph becomes one line, its lines joined by spaces (a plain
+    Input keeps only the first line, without a word)."""
+
+    def _on_paste(self, event: events.Paste) -> None:
+        text = " ".join(event.text.split())
+        if text:
+            if self.selection.is_empty:
+                self.insert_text_at_cursor(text)
+            else:
+                self.replace(text, *self.selection)
+        event.prevent_default()  # Input's own handler, which keeps the first line, does not run
+        event.stop()
