@@ -26,6 +26,14 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def config_file() -> Path:
+    """The settings file: `OBOYU_CONFIG`, else `config.toml` in the user config dir."""
+    env = os.environ.get("OBOYU_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
 def models_dir() -> Path:
     return cache_dir() / "models"
 

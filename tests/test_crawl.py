@@ -37,7 +37,10 @@ def test_gitignore_nested_and_junk(tmp_path: Path) -> None:
     write(tmp_path / "image.png")
     files, skipped = found(tmp_path)
     assert files == {"keep.md", "sub/important.log.md", "sub/notes.txt"}
-    assert skipped == {"image.png": "unsupported file type"}
+    assert skipped["image.png"] == "unsupported file type"
+    # junk folders are reported, with how to bring them back
+    assert set(skipped) == {"image.png", "node_modules", "__pycache__"}
+    assert skipped["node_modules"].startswith("junk folder") and "!node_modules/" in skipped["node_modules"]
 
 
 def test_size_cap(tmp_path: Path) -> None:

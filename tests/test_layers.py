@@ -23,7 +23,7 @@ ALLOWED = {
     "search": {"search", "index", "documents", "models"},
     "api": {"index", "documents", "models", "search"},
 }
-TOP_LEVEL = {"errors", "paths", "progress", "__init__", "__version__"}
+TOP_LEVEL = {"errors", "paths", "progress", "config", "text", "__init__", "__version__"}
 
 
 def _part(module: str) -> str:

@@ -252,3 +252,40 @@ def test_the_smaller_surprises(tmp_path: Path, oboyu_env: dict, embedder: Embedd
         vector = embedder.embed_queries(["議事録"])[0]
         paths = lambda filters: {cid for cid, _ in SqlRanker(store).vector_scores(vector, 20, filters)}  # noqa: E731
         assert paths(Filters(path_globs=("*.md",), ignore_case=True)) > paths(Filters(path_globs=("*.md",), ignore_case=False))
+
+
+def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    (notes / "vendor").mkdir(parents=True)
+    (notes / "build").mkdir()
+    (notes / "drafts").mkdir()
+    (notes / "a.md").write_text("# 議事録\n\n会議の議事録。\n", encoding="utf-8")
+    (notes / "vendor" / "contract.md").write_text("# 契約書\n\n取引先との契約の控え。\n", encoding="utf-8")
+    (notes / "build" / "house.md").write_text("# 家の建築\n\n大工さんとの打ち合わせ。\n", encoding="utf-8")
+    (notes / "drafts" / "wip.md").write_text("# 下書き\n\nまだ途中。\n", encoding="utf-8")
+    (notes / "scratch.tmp.md").write_text("# 一時\n\n捨てるメモ。\n", encoding="utf-8")
+    (notes / ".oboyuignore").write_text("drafts/\n!build/\n", encoding="utf-8")  # one out, one junk name back
+    settings = tmp_path / "config.toml"
+    settings.write_text('exclude = ["*.tmp.md"]\n[file_types]\n".textile" = "text"\n[query]\nk = 2\n', encoding="utf-8")
+    (notes / "recipe.textile").write_text("h1. カレー\n\n玉ねぎを炒める。\n", encoding="utf-8")
+    env = dict(oboyu_env, OBOYU_CONFIG=str(settings))
+
+    first = oboyu(env, "index", str(notes), "-v")
+    assert first.returncode == 0, first.stderr
+    assert "3 added" in first.stderr  # a.md, build/house.md (brought back), recipe.textile
+    assert f"skipped {notes / 'vendor'}: junk folder" in first.stderr  # said, with -v
+    named = oboyu(env, "index", str(notes / "vendor"))  # named: indexed on its own, junk or not
+    assert "1 added" in named.stderr
+    again = oboyu(env, "index", str(notes))  # the parent's walk leaves vendor/ to its own root
+    assert "0 removed" in again.stderr and "0 added" in again.stderr
+    everything = oboyu(env, "index")
+    assert everything.returncode == 0 and "0 removed" in everything.stderr
+    found = json.loads(oboyu(env, "query", "契約の控え", "--json").stdout)
+    assert found[0]["path"] == str(notes / "vendor" / "contract.md") and len(found) == 2  # query.k = 2
+    status = json.loads(oboyu(env, "status", "--json").stdout)
+    assert {r["path"] for r in status["roots"]} == {str(notes), str(notes / "vendor")}
+    shown = oboyu(env, "config")
+    assert f"query.k = 2  ({settings})" in shown.stdout and "query.mode = hybrid  (default)" in shown.stdout
+    settings.write_text("[query]\nk = 0\n", encoding="utf-8")
+    bad = oboyu(env, "query", "x")
+    assert bad.returncode == 2 and "`query.k` must be a whole number" in bad.stderr

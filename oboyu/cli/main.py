@@ -17,7 +17,7 @@ from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.indexing import index, reindex, remove, status
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
-from oboyu.cli.system import cache, doctor, mcp, tui
+from oboyu.cli.system import cache, config_command, doctor, mcp, tui
 from oboyu.errors import OboyuError
 from oboyu.text import visible
 
@@ -44,7 +44,7 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
             click.echo(ctx.get_help())
 
 
-for command in (tui, index, reindex, remove, query, status, cache, doctor, mcp, eval_command, models):
+for command in (tui, index, reindex, remove, query, status, cache, config_command, doctor, mcp, eval_command, models):
     cli.add_command(command)
 
 

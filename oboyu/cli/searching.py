@@ -12,6 +12,7 @@ import click
 
 from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
+from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
@@ -39,7 +40,8 @@ def _colour(stream: TextIO) -> bool:
 @click.command()
 @click.argument("text", required=False)
 @db_option
-@click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Number of results.")
+@click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=None,
+              help="Number of results (default: 10, or query.k in the settings).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only paths matching GLOB (`!GLOB` excludes); repeatable.")
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
@@ -48,17 +50,18 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--until", metavar="DATE", help="Only files modified before DATE.")
 @click.option("--root", "roots", multiple=True, metavar="NAME",
               help="Only files of this indexed folder (its name or path; `oboyu status` lists them); repeatable.")
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
-              help="Meaning (vector), words (keyword), or both fused.")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="Meaning (vector), words (keyword), or both fused (default: hybrid, or query.mode in the settings).")
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score for every result.")
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read one query a line; write one JSON line of results each.")
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the best passages with the installed reranker (default: when one is installed).")
-def query(text: str | None, db: Path | None, k: int, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, roots: tuple[str, ...], mode: str, by_chunk: bool, explain: bool,
+def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths: tuple[str, ...], types: str | None,
+          since: str | None, until: str | None, roots: tuple[str, ...], mode: str | None, by_chunk: bool, explain: bool,
           from_stdin: bool, rerank: bool | None) -> None:
     """Search the index."""
+    k, mode = k or settings().k, mode or settings().mode
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 

@@ -12,6 +12,7 @@ import click
 from oboyu.cli.common import db_option, db_path, index_model
 from oboyu.errors import OboyuError
 from oboyu.progress import ProgressLine
+from oboyu.text import visible
 
 RERANK_HELP = "Reorder the best passages with the installed reranker (default: when one is installed)."
 
@@ -106,3 +107,41 @@ def mcp(db: Path | None, http: bool, port: int, allow_index: bool, rerank: bool 
     # progress to stderr only: on stdio, stdout carries the protocol
     embedder = load_embedder(index_model(path), progress=ProgressLine()).load()
     serve(OboyuTools(path, embedder, allow_index, load_reranker(rerank)), http=http, port=port)
+
+
+@click.command("config")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def config_command(as_json: bool) -> None:
+    """Show each setting, its value and where it came from (the settings file, the environment,
+    or oboyu's default), and where the settings file is."""
+    import os
+
+    from oboyu.config import settings
+    from oboyu.paths import cache_dir, config_file, default_db_path
+
+    current = settings()
+    file = str(config_file())
+
+    def source(key: str, env: str | None = None) -> str:
+        if env and os.environ.get(env):
+            return f"${env}"
+        return file if key in current.given else "default"
+
+    rows = {
+        "exclude": (list(current.exclude), source("exclude")),
+        "file_types": (current.file_types, source("file_types")),
+        "query.mode": (current.mode, source("query.mode")),
+        "query.k": (current.k, source("query.k")),
+        "db": (str(default_db_path()), source("db", "OBOYU_DB")),
+        "cache_dir": (str(cache_dir()), source("cache_dir", "OBOYU_CACHE_DIR")),
+    }
+    state = "read" if current.path else "not found; oboyu's defaults apply"
+    if as_json:
+        click.echo(json.dumps({"file": file, "found": current.path is not None,
+                               "settings": {k: {"value": v, "from": s} for k, (v, s) in rows.items()}},
+                              ensure_ascii=False, indent=2))
+        return
+    click.echo(visible(f"settings file: {file} ({state})"))
+    for key, (value, where) in rows.items():
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else str(value)
+        click.echo(visible(f"{key:>12} = {shown}  ({where})"))

@@ -1,5 +1,11 @@
-"""Finding the files to index: recursive, .gitignore-aware, junk and hidden folders skipped,
-symlinks not followed unless asked, every skipped file reported with its reason."""
+"""Finding the files to index: recursive, symlinks not followed unless asked, every skipped file
+reported with its reason.
+
+What is left out: hidden files and folders; what ignore files say (`.gitignore`, and
+`.oboyuignore` in the same syntax, deeper files overriding, `!` bringing back), and the user's
+`exclude` setting; and junk folders (dependencies, build output, caches: `node_modules`,
+`vendor`, `build`, ...) where no ignore file speaks of them, each reported. A folder the user names
+is never left out: the rules apply below it."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from pathlib import Path
 
 import pathspec
 
+from oboyu.config import settings
 from oboyu.documents.extract import file_type_for
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
@@ -37,42 +44,56 @@ class Skipped:
     reason: str
 
 
+IGNORE_FILES = (".gitignore", ".oboyuignore")  # read in this order: .oboyuignore has the last word
+JUNK_REASON = "junk folder (dependencies, build output or caches); a `!{name}/` line in .oboyuignore brings it back"
+
+
 class _IgnoreRules:
-    """The .gitignore files from the root down to one folder; deeper files override."""
+    """The ignore files from the root down to one folder; deeper files override."""
 
     def __init__(self, layers: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...] = ()):
         self.layers = layers
 
     def descend(self, folder: Path) -> _IgnoreRules:
-        gitignore = folder / ".gitignore"
-        try:
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return self
-        return _IgnoreRules(self.layers + ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),))
+        layers = self.layers
+        for name in IGNORE_FILES:
+            try:
+                lines = (folder / name).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            layers += ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
+        return _IgnoreRules(layers)
 
     @classmethod
-    def above(cls, root: Path) -> _IgnoreRules:
-        """Rules of the .gitignore files above `root` inside its git repository, if any."""
+    def at(cls, root: Path) -> _IgnoreRules:
+        """The rules in force at `root`: the user's `exclude` setting, then the ignore files above
+        it inside its git repository, if any, then its own."""
+        rules = cls(((root, pathspec.GitIgnoreSpec.from_lines(settings().exclude)),))
         parents = []
         for folder in root.parents:
             parents.append(folder)
             if (folder / ".git").exists():
                 break
         else:
-            return cls()
-        rules = cls()
+            parents = []
         for folder in reversed(parents):
             rules = rules.descend(folder)
-        return rules
+        return rules.descend(root)
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
+    def verdict(self, path: Path, is_dir: bool) -> bool | None:
+        """True: ignored; False: brought back by a `!` line; None: no rule speaks of it."""
         for base, spec in reversed(self.layers):
-            rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+            try:
+                rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+            except ValueError:  # a layer above a folder reached through a symlink
+                continue
             result = spec.check_file(rel).include
             if result is not None:
                 return result
-        return False
+        return None
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        return bool(self.verdict(path, is_dir))
 
 
 def crawl(
@@ -87,7 +108,7 @@ def crawl(
             yield Skipped(root, f"cannot read: {exc.strerror or exc}")
             continue
         if stat.S_ISDIR(info.st_mode):
-            rules = _IgnoreRules.above(root).descend(root)
+            rules = _IgnoreRules.at(root)
             yield from _walk(root, root, rules, follow_symlinks, max_bytes, set(), set())
         else:
             yield _check_file(root, root, info, max_bytes)  # a file given by name is its own root
@@ -102,21 +123,9 @@ def crawl_part(root: Path, part: Path, follow_symlinks: bool = False,
     if part == root:
         yield from crawl([root], follow_symlinks, max_bytes)
         return
-    rules = _IgnoreRules.above(root).descend(root)
-    folder = root
-    for name in part.relative_to(root).parts:
-        path = folder / name
-        try:
-            if path.is_symlink() and not follow_symlinks:
-                return
-            is_dir = path.is_dir()
-        except OSError:
-            return
-        if name.startswith(".") or rules.ignored(path, is_dir) or (is_dir and _is_junk(name)):
-            return
-        if path != part:
-            rules = rules.descend(path)
-        folder = path
+    rules = rules_down_to(root, part, follow_symlinks)
+    if rules is None:
+        return
     try:
         info = part.stat()
     except OSError:
@@ -125,6 +134,34 @@ def crawl_part(root: Path, part: Path, follow_symlinks: bool = False,
         yield from _walk(part, root, rules.descend(part), follow_symlinks, max_bytes, set(), set())
     else:
         yield _check_file(part, root, info, max_bytes)
+
+
+def rules_down_to(root: Path, part: Path, follow_symlinks: bool = False) -> _IgnoreRules | None:
+    """The rules in force at `part` (inside `root`), or None when a walk of `root` never reaches
+    it: it, or a folder on the way, is hidden, ignored or junk."""
+    rules = _IgnoreRules.at(root)
+    folder = root
+    for name in part.relative_to(root).parts:
+        path = folder / name
+        try:
+            if path.is_symlink() and not follow_symlinks:
+                return None
+            is_dir = path.is_dir()
+        except OSError:
+            return None
+        verdict = rules.verdict(path, is_dir)
+        if name.startswith(".") or verdict or (is_dir and verdict is None and _is_junk(name)):
+            return None
+        if path != part:
+            rules = rules.descend(path)
+        folder = path
+    return rules
+
+
+def reaches(root: Path, path: Path, follow_symlinks: bool = False) -> bool:
+    """Whether a walk of `root` reaches `path` (inside it)."""
+    root, path = Path(os.path.abspath(root)), Path(os.path.abspath(path))
+    return path == root or rules_down_to(root, path, follow_symlinks) is not None
 
 
 def _is_junk(name: str) -> bool:
@@ -158,10 +195,12 @@ def _walk(
             continue
         if entry.name.startswith("."):
             continue
-        if rules.ignored(path, is_dir):
+        verdict = rules.verdict(path, is_dir)
+        if verdict:
             continue
         if is_dir:
-            if _is_junk(entry.name):
+            if verdict is None and _is_junk(entry.name):
+                yield Skipped(path, JUNK_REASON.format(name=entry.name))
                 continue
             yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
             continue

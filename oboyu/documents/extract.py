@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from oboyu.config import settings
 from oboyu.documents.decoding import UndecodableError, decode
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
@@ -29,8 +30,12 @@ CODE_EXT = {
 
 
 def file_type_for(path: Path) -> str | None:
-    """The extractor a file gets by its name, or None when we do not index it."""
+    """The extractor a file gets by its name (the user's `file_types` setting first), or None
+    when we do not index it."""
     ext = path.suffix.lower()
+    extra = settings().file_types.get(ext)
+    if extra is not None:
+        return extra
     if ext in MARKDOWN_EXT:
         return "markdown"
     if ext in TEXT_EXT:

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, size_cap_reason
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, reaches, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import Extracted, Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
@@ -174,6 +174,8 @@ class Indexer:
                     stats.skipped.append(Skipped(path, "no such file or folder"))
                     continue
                 is_root = root is not None and root.path == str(path)
+                if root is not None and not is_root and not reaches(Path(root.path), path, root.follow_symlinks):
+                    root = None  # a folder its root's walk leaves out (junk, hidden): named, it is indexed on its own
                 if root is None or (is_root and (name or (self.follow_symlinks and not root.follow_symlinks))):
                     follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
                     root = store.add_root(str(path), name, follow)
@@ -192,10 +194,9 @@ class Indexer:
         calls with the paths that changed. Paths outside every root are ignored."""
 
         def parts_of(store: Store, stats: IndexStats) -> list[Part]:
-            roots = store.roots()
             parts = []
             for path in _outermost(Path(os.path.abspath(p)) for p in paths):
-                root = next((r for r in roots if is_within(str(path), r.path)), None)
+                root = store.root_holding(str(path))
                 # a root gone from disk (an unmounted drive) keeps its rows, as in update()
                 if root is not None and os.path.exists(root.path):
                     parts.append(Part(root, path))

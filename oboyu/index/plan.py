@@ -53,7 +53,7 @@ def stored_files(store: Store, parts: list[Part]) -> dict[str, StoredFile]:
     """What the index holds under the parts, by path."""
     stored: dict[str, StoredFile] = {}
     for part in parts:
-        stored.update(store.files_under(str(part.path)))
+        stored.update(store.files_under(str(part.path), part.root.path))
     return stored
 
 

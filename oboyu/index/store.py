@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from oboyu.documents.crawl import reaches
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
@@ -159,11 +160,14 @@ class Store:
 
     # --- documents -------------------------------------------------------------------------
 
-    def files_under(self, root: str) -> dict[str, StoredFile]:
-        prefix = root.rstrip(os.sep) + os.sep
+    def files_under(self, folder: str, root: str | None = None) -> dict[str, StoredFile]:
+        """The indexed files at or below `folder` (of that root only, when `root` is given: a
+        folder named on its own inside another root keeps its files)."""
+        prefix = folder.rstrip(os.sep) + os.sep
         rows = self.con.execute(
-            "SELECT path, size, mtime_ns, sha256 FROM documents WHERE path = ? OR starts_with(path, ?)",
-            [root, prefix],
+            "SELECT path, size, mtime_ns, sha256 FROM documents WHERE (path = ? OR starts_with(path, ?))"
+            " AND (? IS NULL OR root = ?)",
+            [folder, prefix, root, root],
         ).fetchall()
         return {r[0]: StoredFile(r[1], r[2], r[3]) for r in rows}
 
@@ -302,8 +306,10 @@ class Store:
         return [Root(path, name, bool(follow)) for path, name, follow in rows]
 
     def root_holding(self, path: str) -> Root | None:
-        """The registered root that is `path` or holds it."""
-        return next((root for root in self.roots() if is_within(path, root.path)), None)
+        """The registered root that is `path` or holds it (the deepest: a folder named on its own
+        inside another root is its own root)."""
+        holders = [root for root in self.roots() if is_within(path, root.path)]
+        return max(holders, key=lambda root: len(root.path)) if holders else None
 
     def root_named(self, name_or_path: str) -> Root | None:
         """The root with this name or path."""
@@ -325,13 +331,16 @@ class Store:
         return roots
 
     def add_root(self, path: str, name: str | None = None, follow_symlinks: bool = False) -> Root:
-        """Remember a folder to index. Roots inside it merge into it; a name must be unique."""
+        """Remember a folder to index. Roots inside it that its walk reaches merge into it; those
+        it does not (a junk, hidden or ignored folder the user named) stay roots of their own. A
+        name must be unique."""
         existing = self.root_named(path)
         if name is not None:
             other = self.root_named(name)
             if other is not None and other.path != path:
                 raise OboyuError(f"the name {name!r} is already used by {other.path}")
-        nested = [r for r in self.roots() if r.path != path and is_within(r.path, path)]
+        nested = [r for r in self.roots() if r.path != path and is_within(r.path, path)
+                  and reaches(Path(path), Path(r.path), follow_symlinks)]
         with self._transaction():
             self._bump_generation()
             for old in [*nested, *([existing] if existing else [])]:
