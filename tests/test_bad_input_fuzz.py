@@ -8,10 +8,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pdfs import make_pdf  # tests/pdfs.py
 
+from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
@@ -21,8 +23,10 @@ MAX_BYTES = 32 * 1024
 KINDS = [
     "japanese", "english", "random_text", "binary", "invalid_bytes", "empty", "over_cap", "long_line",
     "unreadable", "broken_symlink", "symlink_loop", "bad_name", "spaces_and_japanese_name", "deep",
-    "broken_pdf", "pdf", "latin1", "utf16",
+    "broken_pdf", "pdf", "latin1", "utf16", "many_sections", "control_characters", "fifo", "junk_folder",
+    "late_nul",
 ]
+CACHES = ["none", "fresh", "garbage", "truncated"]
 
 
 def build(root: Path, kind: str, i: int, text: str, data: bytes) -> None:
@@ -68,6 +72,31 @@ def build(root: Path, kind: str, i: int, text: str, data: bytes) -> None:
         name.write_bytes(f"Caf\xe9 cr\xe8me {i}\n".encode("latin-1"))
     elif kind == "utf16":
         name.write_bytes(f"UTF-16 のメモ {i}\n".encode("utf-16"))
+    elif kind == "many_sections":
+        sections = "".join(f"## 項目 {n}\n\n説明 {n}。\n\n" for n in range(300))
+        name.with_suffix(".md").write_text(f"# 用語集 {i}\n\n{sections}", encoding="utf-8")
+    elif kind == "control_characters":
+        (folder / f"ctl\x1b[2J\x07{i}\nname.md").write_text(f"# \x1b]0;title\x07見出し\n\n{text}\x1b[31m\n", encoding="utf-8")
+    elif kind == "fifo":
+        os.mkfifo(folder / f"pipe{i}.md")
+    elif kind == "junk_folder":
+        (folder / "vendor").mkdir(exist_ok=True)
+        (folder / "vendor" / f"lib{i}.md").write_text("# ライブラリ\n\n依存物。\n", encoding="utf-8")
+    elif kind == "late_nul":
+        name.write_bytes(b"a" * 9000 + b"\x00" + data)
+
+
+def make_cache(tmp: Path, state: str) -> EmbeddingCache | None:
+    """The embedding cache in the state drawn: none, or a file that is new, garbage or cut short."""
+    if state == "none":
+        return None
+    path = tmp / "cache.sqlite3"
+    if state != "fresh":
+        EmbeddingCache(path).put_many("m", [(os.urandom(16), np.ones(4, np.float32)) for _ in range(500)])
+        data = path.read_bytes() if state == "truncated" else os.urandom(8192)
+        path.write_bytes(data[: len(data) // 3])
+        Path(str(path) + "-wal").unlink(missing_ok=True)
+    return EmbeddingCache(path, notify=lambda _message: None)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -75,20 +104,30 @@ def build(root: Path, kind: str, i: int, text: str, data: bytes) -> None:
     files=st.lists(st.tuples(st.sampled_from(KINDS), st.text(max_size=200), st.binary(max_size=200)), min_size=1, max_size=12),
     follow=st.booleans(),
     delete_every=st.integers(min_value=2, max_value=4),
+    cache_state=st.sampled_from(CACHES),
+    db_via_symlink=st.booleans(),
 )
-def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, files, follow: bool, delete_every: int) -> None:
+def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, files, follow: bool, delete_every: int,
+                                                            cache_state: str, db_via_symlink: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="oboyu-fuzz-"))
     try:
         root = tmp / "tree"
         for i, (kind, text, data) in enumerate(files):
             build(root, kind, i, text, data)
         db = tmp / "index.duckdb"
-        first = Indexer(db, embedder, max_bytes=MAX_BYTES, follow_symlinks=follow).index([root])
+        first_path = db
+        if db_via_symlink:  # the same index through a link: one index, one lock
+            (tmp / "real").mkdir()
+            db.symlink_to(tmp / "real" / "index.duckdb")
+            first_path = tmp / "real" / "index.duckdb"
+        cache = make_cache(tmp, cache_state)
+        first = Indexer(db, embedder, max_bytes=MAX_BYTES, follow_symlinks=follow, cache=cache).index([root])
         assert all(s.reason for s in first.skipped)
+        assert all("\x1b" not in s.reason for s in first.skipped)
         with Store(db, read_only=True) as store:
             assert store.integrity_problems() == []
             indexed = {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
-        again = Indexer(db, embedder, max_bytes=MAX_BYTES).update()
+        again = Indexer(first_path, embedder, max_bytes=MAX_BYTES, cache=cache).update()
         assert (again.added, again.changed, again.removed, again.renamed) == (0, 0, 0, 0)
         doomed = sorted(indexed)[::delete_every]
         for path in doomed:

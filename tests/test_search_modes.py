@@ -11,6 +11,7 @@ import pytest
 from oboyu.cli.searching import _colour, highlight
 from oboyu.errors import OboyuError
 from oboyu.index.records import ChunkRecord, DocumentRecord
+from oboyu.index.schema import SCHEMA_VERSION
 from oboyu.index.store import Store
 from oboyu.search import Filters, SqlRanker, make_filters, make_snippet, search
 from oboyu.search.evaluate import Query, doc_file_name, evaluate
@@ -127,26 +128,30 @@ def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def make_old_index(path: Path, version: int) -> None:
-    """An index in the shape an older oboyu wrote: version 2 had no roots table and no PDF pages,
-    version 1 no keyword index either."""
+    """An index in the shape an older oboyu wrote: version 3 had no record of folders left out,
+    version 2 no roots table and no PDF pages, version 1 no keyword index either."""
     with Store(path) as store:
         store.set_model("test-model", 4)
         add_document(store, "/corpus/a.txt", [("猫が好き", {"猫": 1})])
-        store.con.execute("DROP TABLE roots")
-        store.con.execute("ALTER TABLE chunks DROP COLUMN page_start")
-        store.con.execute("ALTER TABLE chunks DROP COLUMN page_end")
+        if version == 3:
+            store.con.execute("INSERT INTO roots VALUES ('/corpus', 'corpus', false, now(), NULL)")
+            store.con.execute("ALTER TABLE roots DROP COLUMN left_out")
+        else:
+            store.con.execute("DROP TABLE roots")
+            store.con.execute("ALTER TABLE chunks DROP COLUMN page_start")
+            store.con.execute("ALTER TABLE chunks DROP COLUMN page_end")
         if version == 1:
             store.con.execute("DROP TABLE kw_postings")
             store.con.execute("DROP TABLE kw_lengths")
         store.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_index_is_upgraded_on_first_open_even_for_reading(tmp_path: Path, version: int) -> None:
     path = tmp_path / "old.duckdb"
     make_old_index(path, version)
     with Store(path, read_only=True) as store:  # upgraded in a brief writable open, then read
-        assert store.get_meta("schema_version") == "3"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
         assert [cid for cid, _ in SqlRanker(store).keyword_scores(["猫"], 5)] == ["/corpus/a.txt#0"]
         assert [(r.path, r.name) for r in store.roots()] == [("/corpus", "corpus")]
         assert SqlRanker(store).chunks_by_id(["/corpus/a.txt#0"])["/corpus/a.txt#0"].page_start is None
@@ -157,7 +162,7 @@ def test_an_index_from_a_newer_oboyu_is_refused_with_a_reason(tmp_path: Path) ->
     path = tmp_path / "new.duckdb"
     with Store(path) as store:
         store.con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(Exception, match="schema version 99, this oboyu reads 3"):
+    with pytest.raises(Exception, match=f"schema version 99, this oboyu reads {SCHEMA_VERSION}"):
         Store(path, read_only=True)
 
 

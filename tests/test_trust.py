@@ -284,6 +284,8 @@ def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, o
     assert found[0]["path"] == str(notes / "vendor" / "contract.md") and len(found) == 2  # query.k = 2
     status = json.loads(oboyu(env, "status", "--json").stdout)
     assert {r["path"] for r in status["roots"]} == {str(notes), str(notes / "vendor")}
+    assert [r["left_out"] for r in status["roots"] if r["path"] == str(notes)] == [[str(notes / "vendor")]]
+    assert "left out (junk folders" in oboyu(env, "status").stdout
     shown = oboyu(env, "config")
     assert f"query.k = 2  ({settings})" in shown.stdout and "query.mode = hybrid  (default)" in shown.stdout
     settings.write_text("[query]\nk = 0\n", encoding="utf-8")

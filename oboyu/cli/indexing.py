@@ -169,7 +169,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         model = store.model_id()
         roots = [
             {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
-             "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path)}
+             "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
+             "left_out": list(r.left_out)}
             for r in store.root_summaries()
         ]
     info = {
@@ -192,6 +193,10 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         missing = "" if r["exists"] else "  (missing)"
         click.echo(visible(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
                            f"updated {r['last_update'] or '-'}{missing}"))
+        left_out: list[str] = r["left_out"]  # type: ignore[assignment]  # built as a list above
+        if left_out:
+            folders = ", ".join(os.path.relpath(folder, str(r["path"])) for folder in left_out)
+            click.echo(visible(f"  {'':<16} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:

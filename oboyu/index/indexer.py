@@ -229,7 +229,14 @@ class Indexer:
                 parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
-            self._apply(compare(stored, parts, self.max_bytes, self.full), stats)
+            plan = compare(stored, parts, self.max_bytes, self.full)
+            self._apply(plan, stats)
+            whole = [part.root.path for part in parts if str(part.path) == part.root.path]
+            if whole:
+                with self._open() as store:
+                    for root in whole:
+                        store.set_left_out(root, [str(s.path) for s in plan.skipped if s.reason.startswith("junk folder")
+                                                  and is_within(str(s.path), root)])
             stats.seconds = time.perf_counter() - started
             return stats
 

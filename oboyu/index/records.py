@@ -84,6 +84,7 @@ class RootSummary:
     documents: int
     chunks: int
     last_update: datetime | None  # the newest file's indexing, else when the folder was added
+    left_out: tuple[str, ...] = ()  # junk folders its last whole walk left out
 
     @property
     def path(self) -> str:

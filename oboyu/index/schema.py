@@ -2,7 +2,7 @@
 has one migration, numbered by the version it brings the file to, run in order in one transaction.
 
 Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
-of chunks. The embeddings table is made when the index's model is set (its width is the model's).
+of chunks; 4 the folders each root's last walk left out. The embeddings table is made when the index's model is set (its width is the model's).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from oboyu.index.records import Root, keyword_text
 if TYPE_CHECKING:
     from oboyu.index.store import Store
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -36,11 +36,12 @@ CREATE TABLE IF NOT EXISTS kw_postings (chunk_id VARCHAR, term VARCHAR, tf INTEG
 CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
 """
 _ROOTS = "CREATE TABLE IF NOT EXISTS roots (path VARCHAR, name VARCHAR, follow_symlinks BOOLEAN, added_at TIMESTAMP);"
+_LEFT_OUT = "ALTER TABLE roots ADD COLUMN left_out VARCHAR[]"
 
 
 def create(store: Store) -> None:
     """The current schema in an empty file (the caller holds a transaction)."""
-    for ddl in (_BASE, _KEYWORDS, _ROOTS):
+    for ddl in (_BASE, _KEYWORDS, _ROOTS, _LEFT_OUT):
         store.con.execute(ddl)
     store.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
@@ -63,7 +64,13 @@ def migrate_to_3(store: Store) -> None:
         store.insert_root(Root(root, store.unique_root_name(Path(root).name or root)))
 
 
-MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3}
+def migrate_to_4(store: Store) -> None:
+    """The folders a root's walk left out (junk folders), for `oboyu status`: empty until the
+    next update."""
+    store.con.execute(_LEFT_OUT)
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}
 
 
 def migrate(store: Store, version: int) -> None:

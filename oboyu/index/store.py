@@ -360,8 +360,13 @@ class Store:
             self.con.execute("DELETE FROM roots WHERE path = ?", [root])
         return len(paths)
 
+    def set_left_out(self, root: str, folders: list[str]) -> None:
+        """The folders the root's last whole walk left out (junk), for status."""
+        self.con.execute("UPDATE roots SET left_out = ? WHERE path = ?", [sorted(folders), root])
+
     def insert_root(self, root: Root) -> None:
-        self.con.execute("INSERT INTO roots VALUES (?, ?, ?, now())", [root.path, root.name, root.follow_symlinks])
+        self.con.execute("INSERT INTO roots (path, name, follow_symlinks, added_at) VALUES (?, ?, ?, now())",
+                         [root.path, root.name, root.follow_symlinks])
 
     def unique_root_name(self, base: str) -> str:
         taken = {row[0] for row in self.con.execute("SELECT name FROM roots").fetchall()}
@@ -400,13 +405,13 @@ class Store:
         rows = self.con.execute(
             """
             SELECT r.path, r.name, r.follow_symlinks, count(DISTINCT d.id), count(c.id),
-                   coalesce(max(d.indexed_at), r.added_at)
+                   coalesce(max(d.indexed_at), r.added_at), r.left_out
             FROM roots r LEFT JOIN documents d ON d.root = r.path LEFT JOIN chunks c ON c.document_id = d.id
-            GROUP BY r.path, r.name, r.follow_symlinks, r.added_at ORDER BY r.path
+            GROUP BY r.path, r.name, r.follow_symlinks, r.added_at, r.left_out ORDER BY r.path
             """
         ).fetchall()
-        return [RootSummary(Root(path, name, bool(follow)), int(docs), int(chunks), last)
-                for path, name, follow, docs, chunks, last in rows]
+        return [RootSummary(Root(path, name, bool(follow)), int(docs), int(chunks), last, tuple(left_out or ()))
+                for path, name, follow, docs, chunks, last, left_out in rows]
 
     def root_of_file(self, path: str) -> str | None:
         """The indexed folder of an indexed file, or None."""
