@@ -11,6 +11,7 @@ binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ MAX_READ_LINES = 2000
 MAX_READ_CHARS = 200_000
 MAX_READ_FILE_BYTES = 20 * 1024 * 1024
 MAX_HTTP_BODY = 64 * 1024
+READ_WAIT_SECONDS = 3.0  # how long a call waits while `oboyu index` writes a batch
+MAX_READ_SECONDS = 10.0
+_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oboyu-read")
 
 
 class RefusedError(OboyuError):
@@ -48,7 +52,7 @@ class OboyuTools:
     live: LiveIndex = field(init=False)
 
     def __post_init__(self) -> None:
-        self.live = LiveIndex(self.db_path, self.embedder, self.reranker)
+        self.live = LiveIndex(self.db_path, self.embedder, self.reranker, read_wait=READ_WAIT_SECONDS)
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
                type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
@@ -61,8 +65,7 @@ class OboyuTools:
         filters = make_filters([path] if path else [], type, since)
         results = self.live.search(query, mode, k, filters).results
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
-        with self.live.reading() as store:
-            results = [r for r in results if self._inside_its_root(r.path, store.root_of_file(r.path))]
+        results = [r for r in results if self._inside_its_root(r.path, self.live.root_of_file(r.path))]
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}
@@ -71,8 +74,12 @@ class OboyuTools:
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         real = self._indexed_real_path(path)
+        # read in a worker with a time cap: a file on a hung network drive costs a worker, not the server
+        reading = _READERS.submit(read_text_file, real, MAX_READ_FILE_BYTES, follow_symlinks=False)
         try:
-            lines = split_lines(read_text_file(real, MAX_READ_FILE_BYTES, follow_symlinks=False))
+            lines = split_lines(reading.result(timeout=MAX_READ_SECONDS))
+        except TimeoutError:
+            raise RefusedError(f"reading {real} took over {MAX_READ_SECONDS:g} s (a slow or hung drive?)") from None
         except OboyuError as exc:
             raise RefusedError(str(exc)) from exc
         first = max(1, start_line or 1)
@@ -126,8 +133,7 @@ class OboyuTools:
 
     def _indexed_real_path(self, path: str) -> str:
         candidate = self._checked_path(path)
-        with self.live.reading() as store:
-            root = store.root_of_file(candidate)
+        root = self.live.root_of_file(candidate)
         if root is None:
             raise RefusedError("not an indexed file")
         if not self._inside_its_root(candidate, root):

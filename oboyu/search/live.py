@@ -127,6 +127,14 @@ class LiveIndex:
         with self.reading() as store:
             return Answer(search(store, self.embedder, query, k, filters, mode, group, self.reranker))
 
+    def root_of_file(self, path: str) -> str | None:
+        """The indexed folder of an indexed file (None for one not indexed), from memory when the
+        file has not changed: a long-lived server answers without opening the index."""
+        if not self.exists():
+            return None
+        self.refresh()
+        return self.resident.roots.get(path)
+
     def model_id(self) -> str | None:
         """The model the index was built with (None for a new index)."""
         if not self.exists():

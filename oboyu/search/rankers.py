@@ -56,6 +56,7 @@ class Snapshot:
     terms: np.ndarray  # object: distinct terms, sorted
     postings: dict[str, np.ndarray]  # `t` (index into terms), `row`, `tf`: one entry a posting
     hits: dict[str, SearchHit]
+    roots: dict[str, str]  # path of each indexed file -> its root
 
 
 class SqlRanker:
@@ -155,8 +156,9 @@ class SqlRanker:
             f"SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN {rows} r USING (chunk_id) "
             f"JOIN {numbered} n USING (term)"
         ).fetchnumpy()
+        roots = dict(con.execute("SELECT path, root FROM documents").fetchall())
         return Snapshot(generation, self.store.model_id(), chunk_ids, vectors, leads, lengths, terms, postings,
-                        self._hits(""))
+                        self._hits(""), roots)
 
 
 def _ints(con, sql: str) -> np.ndarray:

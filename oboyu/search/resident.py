@@ -25,6 +25,7 @@ class ResidentIndex:
         self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
         self.hits: dict[str, SearchHit] = {}  # display fields of every chunk
         self.leads = np.zeros(0, dtype=bool)  # rows that are their file's first chunk
+        self.roots: dict[str, str] = {}  # path of each indexed file -> its root
         self._last_scores: tuple[bytes, str | None, np.ndarray] | None = None
 
     def refresh(self, store: Store) -> ResidentIndex:
@@ -37,7 +38,7 @@ class ResidentIndex:
         snapshot = ranker.snapshot()
         self._last_scores = None
         self._model_id = snapshot.model_id
-        self.hits = snapshot.hits
+        self.hits, self.roots = snapshot.hits, snapshot.roots
         self.chunk_ids, self.vectors, self.leads = snapshot.chunk_ids, snapshot.vectors, snapshot.leads
         lengths = snapshot.lengths
         average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
