@@ -291,3 +291,24 @@ def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, o
     settings.write_text("[query]\nk = 0\n", encoding="utf-8")
     bad = oboyu(env, "query", "x")
     assert bad.returncode == 2 and "`query.k` must be a whole number" in bad.stderr
+
+
+def test_path_patterns_are_ignore_file_patterns(tmp_path: Path, oboyu_env: dict) -> None:
+    """--path speaks the syntax of .gitignore and .oboyuignore: relative to each indexed folder,
+    `dir/` for everything below, a leading `/` anchors, `!` leaves out."""
+    notes = tmp_path / "notes"
+    for rel in ("top.md", "drafts/wip.md", "drafts/deep/old.md", "work/top.md", "work/plan.txt"):
+        (notes / rel).parent.mkdir(parents=True, exist_ok=True)
+        (notes / rel).write_text(f"# 議事録\n\n会議の議事録 {rel}。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(notes), "-q").returncode == 0
+
+    def found(*patterns: str) -> set[str]:
+        args = [arg for pattern in patterns for arg in ("--path", pattern)]
+        done = oboyu(oboyu_env, "query", "議事録", "--mode", "keyword", "-k", "20", "--json", *args)
+        return {str(Path(r["path"]).relative_to(notes)) for r in json.loads(done.stdout)}
+
+    assert found("drafts/") == {"drafts/wip.md", "drafts/deep/old.md"}  # a folder: all below it
+    assert found("/top.md") == {"top.md"}  # anchored at the indexed folder
+    assert found("top.md") == {"top.md", "work/top.md"}  # at any depth
+    assert found("*.md", "!drafts/") == {"top.md", "work/top.md"}
+    assert found(str(notes / "work") + "/") == {"work/top.md", "work/plan.txt"}  # an absolute folder

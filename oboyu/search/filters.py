@@ -1,8 +1,12 @@
-"""Restrictions applied before ranking: path globs, file types, modification dates and indexed
-folders, parsed from command-line style values and turned into SQL over `documents d`."""
+"""Restrictions applied before ranking: path patterns, file types, modification dates and indexed
+folders, parsed from command-line style values. Types, dates and folders become SQL over
+`documents d`; path patterns are gitignore patterns, the syntax of `.gitignore` and `.oboyuignore`,
+matched against each file's path inside its indexed folder (`*.md`, `notes/`, `old/*`, `/top.md`
+anchored at the folder, `!drafts/` to leave out; an absolute pattern inside a folder works too)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -11,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+
+import pathspec
 
 from oboyu.documents.extract import file_type_for
 from oboyu.errors import OboyuError
@@ -21,32 +27,34 @@ CASE_INSENSITIVE_FILES = sys.platform in ("darwin", "win32")
 
 @dataclass(frozen=True)
 class Filters:
-    """A glob without a leading `/` matches anywhere below a folder (`*.md`, `notes/*`); one
-    starting with `!` excludes."""
+    """`path_globs`: gitignore patterns; one starting with `!` leaves out what it matches."""
 
     path_globs: tuple[str, ...] = ()
     types: tuple[str, ...] = ()  # extensions (md, txt) or file types (markdown, html, code)
     since_ns: int | None = None  # file modification time, nanoseconds since the epoch
     until_ns: int | None = None
     folders: tuple[str, ...] = ()  # absolute folders (indexed roots) the files must be under
-    ignore_case: bool = CASE_INSENSITIVE_FILES  # globs match as the file system names files
+    ignore_case: bool = CASE_INSENSITIVE_FILES  # patterns match as the file system names files
 
     def is_empty(self) -> bool:
         return self == Filters()
 
+    def matches_path(self, path: str, root: str, roots: tuple[str, ...] = ()) -> bool:
+        """Whether an indexed file (`path`, under the folder `root`) passes the path patterns;
+        `roots`, every indexed folder, tells an absolute pattern from one anchored with `/`."""
+        if not self.path_globs:
+            return True
+        includes, excludes = _specs(self.path_globs, root, roots or (root,), self.ignore_case)
+        rel = _relative(path, root)
+        if self.ignore_case:
+            rel = rel.lower()
+        return (includes is None or includes.match_file(rel)) and not (excludes and excludes.match_file(rel))
+
     def sql(self) -> tuple[str, list]:
-        """A WHERE condition over `documents d`, and its parameters."""
+        """A WHERE condition over `documents d`, and its parameters, for all but the path
+        patterns (`matches_path`)."""
         clauses: list[str] = []
         params: list = []
-        includes = [g for g in self.path_globs if not g.startswith("!")]
-        excludes = [g[1:] for g in self.path_globs if g.startswith("!")]
-        path, fold = ("lower(d.path)", str.lower) if self.ignore_case else ("d.path", str)
-        if includes:
-            clauses.append("(" + " OR ".join(f"{path} GLOB ?" for _ in includes) + ")")
-            params += [fold(_anchor(g)) for g in includes]
-        for glob in excludes:
-            clauses.append(f"NOT {path} GLOB ?")
-            params.append(fold(_anchor(glob)))
         if self.types:
             extensions = [t.lower().lstrip(".") for t in self.types]
             clauses.append(
@@ -72,8 +80,36 @@ def _document_types(extensions: list[str]) -> list[str]:
     return sorted(t for t in types if t is not None and t != "code")
 
 
-def _anchor(glob: str) -> str:
-    return glob if glob.startswith("/") else "*/" + glob
+@functools.lru_cache(maxsize=64)
+def _specs(patterns: tuple[str, ...], root: str, roots: tuple[str, ...],
+           ignore_case: bool) -> tuple[pathspec.GitIgnoreSpec | None, pathspec.GitIgnoreSpec | None]:
+    """The include and exclude patterns, compiled for files under `root` (None: no such
+    pattern). A pattern inside an indexed folder (`/home/me/notes/drafts/`) counts for that
+    folder only; any other pattern with a leading `/` is anchored at each folder, as in an
+    ignore file. Includes that all name other folders give a spec that matches nothing here."""
+    includes: list[str] = []
+    excludes: list[str] = []
+    any_include = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        pattern = os.path.expanduser(pattern[1:] if negated else pattern)
+        any_include |= not negated
+        home = next((r for r in roots if pattern.startswith(r.rstrip(os.sep) + os.sep)), None)
+        if home is not None:
+            if home != root:
+                continue  # another folder's
+            pattern = "/" + pattern[len(root.rstrip(os.sep)) + 1:]  # anchored at the folder
+        pattern = pattern.replace(os.sep, "/")
+        (excludes if negated else includes).append(pattern.lower() if ignore_case else pattern)
+    include_spec = pathspec.GitIgnoreSpec.from_lines(includes) if any_include else None
+    return include_spec, pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
+
+
+def _relative(path: str, root: str) -> str:
+    """The file's path inside its folder, with `/` (a file indexed by name: its name)."""
+    if path == root:
+        return os.path.basename(path)
+    return os.path.relpath(path, root).replace(os.sep, "/")
 
 
 def make_filters(

@@ -8,18 +8,23 @@ the keyword postings (any query term may match), best first, ties by chunk id.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from oboyu.errors import OboyuError
-from oboyu.index.columns import sql_strings
+from oboyu.index.columns import registered, sql_strings
 from oboyu.index.records import SearchHit
 from oboyu.index.store import Store
+from oboyu.paths import is_within
 from oboyu.search.filters import Filters
 
 BM25_K1, BM25_B = 0.9, 0.4
+LITERAL_IDS = 20_000
+_MATCHED: dict[tuple, np.ndarray] = {}  # (index, generation, filters) -> ids of the documents matching
 
 Scores = list[tuple[str, float]]  # (chunk id, score), best first
 
@@ -76,44 +81,78 @@ class SqlRanker:
             return []
         if query_vector.shape[-1] != dim:
             raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
-        where, params = (filters or Filters()).sql()
         # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
         literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
-        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = e.chunk_id JOIN documents d ON d.id = c.document_id"
-        if leads_only:
-            join = join or "JOIN chunks c ON c.id = e.chunk_id"
-            where += " AND c.ordinal = 0"
-        return self.con.execute(
-            f"""
-            SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
-            FROM embeddings e {join} WHERE {where}
-            ORDER BY score DESC, e.chunk_id LIMIT ?
-            """,
-            [*params, int(n)],
-        ).fetchall()
+        with self._scope(filters, "e.chunk_id") as (join, where, params):
+            if leads_only:
+                join = join or "JOIN chunks c ON c.id = e.chunk_id"
+                where += " AND c.ordinal = 0"
+            return self.con.execute(
+                f"""
+                SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
+                FROM embeddings e {join} WHERE {where}
+                ORDER BY score DESC, e.chunk_id LIMIT ?
+                """,
+                [*params, int(n)],
+            ).fetchall()
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
         terms = sorted(set(terms))
         if not terms:
             return []
-        where, params = (filters or Filters()).sql()
-        join = "" if where == "TRUE" else "JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id"
         placeholders = ", ".join("?" for _ in terms)
-        return self.con.execute(
-            f"""
-            WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
-            matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
-            df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
-            SELECT p.chunk_id,
-                   sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                       * p.tf * ({BM25_K1} + 1)
-                       / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
-            FROM matched p JOIN df USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
-            WHERE {where}
-            GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
-            """,
-            [*terms, *params, int(n)],
-        ).fetchall()
+        with self._scope(filters, "p.chunk_id") as (join, where, params):
+            return self.con.execute(
+                f"""
+                WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
+                matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
+                df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
+                SELECT p.chunk_id,
+                       sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                           * p.tf * ({BM25_K1} + 1)
+                           / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
+                FROM matched p JOIN df USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
+                WHERE {where}
+                GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
+                """,
+                [*terms, *params, int(n)],
+            ).fetchall()
+
+    @contextlib.contextmanager
+    def _scope(self, filters: Filters | None, chunk_column: str) -> Iterator[tuple[str, str, list]]:
+        """(join, where, params) restricting a ranking to the chunks that pass the filters; path
+        patterns become the ids of the documents that match them, registered for the query."""
+        filters = filters or Filters()
+        where, params = filters.sql()
+        allowed = self._documents_matching(filters) if filters.path_globs else None
+        if where == "TRUE" and allowed is None:
+            yield "", where, params
+            return
+        join = f"JOIN chunks c ON c.id = {chunk_column} JOIN documents d ON d.id = c.document_id"
+        if allowed is None:
+            yield join, where, params
+            return
+        if len(allowed) <= LITERAL_IDS:  # a literal list plans faster than a registered array
+            yield join, f"{where} AND d.id IN ({','.join(map(str, allowed.tolist())) or 'NULL'})", params
+            return
+        with registered(self.con, allowed) as (ids,):
+            yield join, f"{where} AND d.id IN (SELECT column0 FROM {ids})", params
+
+    def _documents_matching(self, filters: Filters) -> np.ndarray:
+        """Ids of the documents whose paths pass the filters' patterns, kept per index generation:
+        the same filter over many queries (typing in the app) is matched once."""
+        key = (str(self.store.path), self.store.get_meta("generation"), filters)
+        if key not in _MATCHED:
+            roots = tuple(sorted((root.path for root in self.store.roots()), key=len, reverse=True))
+            matching = []
+            for doc_id, path, root in self.con.execute("SELECT id, path, root FROM documents").fetchall():
+                folder = next((r for r in roots if is_within(path, r)), root)  # the deepest indexed folder
+                if filters.matches_path(path, folder, roots):
+                    matching.append(doc_id)
+            _MATCHED[key] = np.array(matching, dtype=np.int64)
+            while len(_MATCHED) > 16:
+                _MATCHED.pop(next(iter(_MATCHED)))
+        return _MATCHED[key]
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         return self._hits(f"WHERE c.id IN ({sql_strings(ids)})") if ids else {}
