@@ -43,7 +43,8 @@ def _colour(stream: TextIO) -> bool:
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=None,
               help="Number of results (default: 10, or query.k in the settings).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
-@click.option("--path", "paths", multiple=True, metavar="GLOB", help="Only paths matching GLOB (`!GLOB` excludes); repeatable.")
+@click.option("--path", "paths", multiple=True, metavar="PATTERN", help="Only files matching PATTERN, as in .gitignore "
+              "(*.md, drafts/, /top.md; `!PATTERN` leaves out), inside each indexed folder; repeatable.")
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
 @click.option("--since", metavar="DATE", help="Only files modified since DATE (2026-01-31, today, yesterday, or an "
               "age: 30min, 12h, 7d, 2w, 6mo, 1y; m is minutes).")

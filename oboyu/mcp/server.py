@@ -166,8 +166,8 @@ def build_server(tools: OboyuTools):
             raise ToolError(str(exc)) from None
 
     @server.tool(description="Search indexed documents; one result per file: path, line range, heading, snippet, "
-                 "score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: glob filter "
-                 "(e.g. *.md, !drafts/*); type: extensions like md,txt; since: date or age like 7d.")
+                 "score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
+                 "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
     def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
                since: str | None = None) -> list[dict[str, Any]]:
         return call(tools.search, query, mode, k, path, type, since)

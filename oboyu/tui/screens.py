@@ -39,7 +39,7 @@ class HelpScreen(ModalScreen[None]):
 
 
 class FilterScreen(ModalScreen[Filters | None]):
-    """Path globs, file types and a modification-time range; applied before ranking."""
+    """Path patterns, file types and a modification-time range; applied before ranking."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -50,7 +50,7 @@ class FilterScreen(ModalScreen[Filters | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label("Filters", classes="title")
-            yield Label("Paths (globs, space-separated; !glob excludes)")
+            yield Label("Paths (as in .gitignore, space-separated; ! leaves out)")
             yield Input(self.texts.get("paths", ""), placeholder="*.md  notes/*  !drafts/*", id="paths")
             yield Label("Types")
             yield Input(self.texts.get("types", ""), placeholder="md,txt", id="types")
