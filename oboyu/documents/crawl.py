@@ -92,9 +92,6 @@ class _IgnoreRules:
                 return result
         return None
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        return bool(self.verdict(path, is_dir))
-
 
 def crawl(
     roots: list[Path], follow_symlinks: bool = False, max_bytes: int = DEFAULT_MAX_BYTES
