@@ -62,10 +62,10 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
           since: str | None, until: str | None, roots: tuple[str, ...], mode: str | None, by_chunk: bool, explain: bool,
           from_stdin: bool, rerank: bool | None) -> None:
     """Search the index."""
-    k, mode = k or settings().k, mode or settings().mode
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 
+    k, mode = k or settings().k, mode or settings().mode  # the settings' defaults where none is given
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
     path = db_path(db)
@@ -102,7 +102,7 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: b
         try:
             results = live.search(question, mode, k, filters, group).results
         except OboyuError as exc:
-            err.write(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False) + "\n")
+            err.write(json_safe(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False)) + "\n")
             err.flush()
         out.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False)) + "\n")
         out.flush()
