@@ -61,13 +61,14 @@ class LiveIndex:
     # --- access to the file ----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def reading(self, wait_seconds: float | None = None) -> Iterator[Store]:
-        """A read-only Store for a moment; raises IndexBusyError when another process writes."""
+    def reading(self) -> Iterator[Store]:
+        """A read-only Store for a moment; raises IndexBusyError when another process writes
+        for longer than `read_wait`."""
         with self._lock:
             if self._writer is not None:
                 store = Store.reader_of(self._writer)
             else:
-                store = open_for_reading(self.db_path, self.read_wait if wait_seconds is None else wait_seconds)
+                store = open_for_reading(self.db_path, self.read_wait)
             try:
                 yield store
             finally:
