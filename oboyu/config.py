@@ -76,7 +76,7 @@ def _parse(data: dict, path: Path) -> Settings:
     types = {}
     for ext, reader in file_types.items():
         if reader not in READERS:
-            raise bad(f"file_types.{ext}", f"one of {', '.join(READERS)}")
+            raise bad(f'file_types."{ext}"', f"one of {', '.join(READERS)}")
         types[("." + ext.lstrip(".")).lower()] = reader
     if not isinstance(query, dict):
         raise bad("query", "a table with mode and k")

@@ -312,3 +312,38 @@ def test_path_patterns_are_ignore_file_patterns(tmp_path: Path, oboyu_env: dict)
     assert found("top.md") == {"top.md", "work/top.md"}  # at any depth
     assert found("*.md", "!drafts/") == {"top.md", "work/top.md"}
     assert found(str(notes / "work") + "/") == {"work/top.md", "work/plan.txt"}  # an absolute folder
+
+
+def test_what_a_new_user_tripped_on(tmp_path: Path, oboyu_env: dict) -> None:
+    """A folder indexed on its own inside another: --path reads it from both, status does not
+    call it left out, -v does not call it skipped; unknown types, backwards dates and misplaced
+    names are errors, not empty results."""
+    notes = tmp_path / "notes"
+    (notes / "vendor").mkdir(parents=True)
+    (notes / "a.md").write_text("# 議事録\n\n会議の議事録。\n", encoding="utf-8")
+    (notes / "vendor" / "lib.md").write_text("# 議事録\n\n依存物の議事録。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(notes), "-q").returncode == 0
+    assert oboyu(oboyu_env, "index", str(notes / "vendor"), "-q").returncode == 0
+    again = oboyu(oboyu_env, "index", "-v")
+    assert "junk folder" not in again.stderr  # vendor/ is indexed on its own now
+
+    def found(*patterns: str) -> set[str]:
+        args = [arg for pattern in patterns for arg in ("--path", pattern)]
+        done = oboyu(oboyu_env, "query", "議事録", "--mode", "keyword", "--json", *args)
+        return {str(Path(r["path"]).relative_to(notes)) for r in json.loads(done.stdout or "[]")}
+
+    assert found("vendor/") == {"vendor/lib.md"} == found(str(notes / "vendor") + "/")
+    assert found("!vendor/") == {"a.md"}
+    status = json.loads(oboyu(oboyu_env, "status", "--json").stdout)
+    assert all(r["left_out"] == [] for r in status["roots"])
+    assert [r["name"] for r in json.loads(oboyu(oboyu_env, "status", "vendor", "--json").stdout)["roots"]] == ["vendor"]
+    for args, message in ((("status", "nosuch"), "not an indexed folder"),
+                          (("query", "x", "--type", "mdd"), "unknown file type 'mdd'"),
+                          (("query", "x", "--since", "1d", "--until", "5d"), "is not before --until"),
+                          (("index", str(notes / "sub"), "--name", "x"), "no such file or folder"),
+                          (("index", str(notes), "--name", ""), "cannot be empty")):
+        done = oboyu(oboyu_env, *args)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+    (notes / "sub").mkdir()
+    inside = oboyu(oboyu_env, "index", str(notes / "sub"), "--name", "x")
+    assert inside.returncode == 2 and "--name names a folder indexed on its own" in inside.stderr

@@ -167,11 +167,12 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     with open_reading(path) as store:
         documents, chunks = store.counts()
         model = store.model_id()
+        wanted = {root.path for root in store.roots_named(list(names))} if names else None  # unknown: an error
         roots = [
             {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
              "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
              "left_out": list(r.left_out)}
-            for r in store.root_summaries()
+            for r in store.root_summaries() if wanted is None or r.path in wanted
         ]
     info = {
         "db": str(path.resolve()),

@@ -54,8 +54,11 @@ def cache_clear() -> None:
     """Empty the cache (indexes keep their vectors)."""
     from oboyu.index.embedding_cache import EmbeddingCache
 
-    removed = EmbeddingCache.default().clear()
-    click.echo(f"removed {removed} cached vectors", err=True)
+    cache = EmbeddingCache.default()
+    copies = cache.damaged_copies()
+    removed = cache.clear()
+    also = f" and {len(copies)} damaged cop{'y' if len(copies) == 1 else 'ies'} moved aside earlier" if copies else ""
+    click.echo(f"removed {removed} cached vectors{also}", err=True)
 
 
 @click.command()
@@ -117,6 +120,7 @@ def config_command(as_json: bool) -> None:
     import os
 
     from oboyu.config import settings
+    from oboyu.index.embedding_cache import EmbeddingCache
     from oboyu.paths import cache_dir, config_file, default_db_path
 
     current = settings()
@@ -134,6 +138,7 @@ def config_command(as_json: bool) -> None:
         "query.k": (current.k, source("query.k")),
         "db": (str(default_db_path()), source("db", "OBOYU_DB")),
         "cache_dir": (str(cache_dir()), source("cache_dir", "OBOYU_CACHE_DIR")),
+        "embedding_cache": (str(EmbeddingCache.path_of_default()), source("embedding_cache", "OBOYU_EMBEDDING_CACHE")),
     }
     state = "read" if current.path else "not found; oboyu's defaults apply"
     if as_json:

@@ -93,11 +93,15 @@ class EmbeddingCache:
             self._told = True
             self.notify(message)
 
-    @classmethod
-    def default(cls, notify: Callable[[str], None] = _to_stderr) -> EmbeddingCache:
+    @staticmethod
+    def path_of_default() -> Path:
         """`OBOYU_EMBEDDING_CACHE`, else embeddings.sqlite3 in the cache dir."""
         env = os.environ.get("OBOYU_EMBEDDING_CACHE")
-        return cls(Path(env).expanduser() if env else cache_dir() / CACHE_FILE, notify)
+        return Path(env).expanduser() if env else cache_dir() / CACHE_FILE
+
+    @classmethod
+    def default(cls, notify: Callable[[str], None] = _to_stderr) -> EmbeddingCache:
+        return cls(cls.path_of_default(), notify)
 
     @staticmethod
     def key(fingerprint: str, text: str) -> bytes:
@@ -144,9 +148,13 @@ class EmbeddingCache:
                    if p.is_file() and ".broken-" not in p.name)
         return CacheStats(self.path, int(vectors), size, int(models))
 
+    def damaged_copies(self) -> list[Path]:
+        """Damaged cache files moved aside earlier."""
+        return sorted(self.path.parent.glob(self.path.name + ".broken-*"))
+
     def clear(self) -> int:
         """Empty the cache, and delete damaged copies moved aside earlier; returns the vectors removed."""
-        for broken in self.path.parent.glob(self.path.name + ".broken-*"):
+        for broken in self.damaged_copies():
             broken.unlink(missing_ok=True)
         if self.con is None:
             return 0

@@ -162,6 +162,8 @@ class Indexer:
         paths = list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths))
         if name is not None and len(paths) != 1:
             raise OboyuError("a name goes with exactly one folder")
+        if name is not None and not name.strip():
+            raise OboyuError("a folder's name cannot be empty")
 
         def parts_of(store: Store, stats: IndexStats) -> list[Part]:
             parts = []
@@ -176,6 +178,9 @@ class Indexer:
                 is_root = root is not None and root.path == str(path)
                 if root is not None and not is_root and not reaches(Path(root.path), path, root.follow_symlinks):
                     root = None  # a folder its root's walk leaves out (junk, hidden): named, it is indexed on its own
+                if name is not None and root is not None and not is_root:
+                    raise OboyuError(f"{path} is inside the indexed folder {root.name} ({root.path}); "
+                                     "--name names a folder indexed on its own")
                 if root is None or (is_root and (name or (self.follow_symlinks and not root.follow_symlinks))):
                     follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
                     root = store.add_root(str(path), name, follow)
@@ -228,8 +233,11 @@ class Indexer:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
                 parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
+                indexed_folders = {root.path for root in store.roots()}
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
             plan = compare(stored, parts, self.max_bytes, self.full)
+            # a junk folder indexed on its own is not left out: its own root walks it
+            plan.skipped = [s for s in plan.skipped if str(s.path) not in indexed_folders]
             self._apply(plan, stats)
             whole = [part.root.path for part in parts if str(part.path) == part.root.path]
             if whole:

@@ -39,16 +39,21 @@ class Filters:
     def is_empty(self) -> bool:
         return self == Filters()
 
-    def matches_path(self, path: str, root: str, roots: tuple[str, ...] = ()) -> bool:
-        """Whether an indexed file (`path`, under the folder `root`) passes the path patterns;
+    def matches_path(self, path: str, holders: tuple[str, ...], roots: tuple[str, ...] = ()) -> bool:
+        """Whether an indexed file passes the path patterns, read from each indexed folder that
+        holds it (`holders`: a folder indexed on its own inside another is read from both);
         `roots`, every indexed folder, tells an absolute pattern from one anchored with `/`."""
         if not self.path_globs:
             return True
-        includes, excludes = _specs(self.path_globs, root, roots or (root,), self.ignore_case)
-        rel = _relative(path, root)
-        if self.ignore_case:
-            rel = rel.lower()
-        return (includes is None or includes.match_file(rel)) and not (excludes and excludes.match_file(rel))
+        included = excluded = False
+        for root in holders:
+            includes, excludes = _specs(self.path_globs, root, roots or holders, self.ignore_case)
+            rel = _relative(path, root)
+            if self.ignore_case:
+                rel = rel.lower()
+            included |= includes is None or includes.match_file(rel)
+            excluded |= bool(excludes and excludes.match_file(rel))
+        return included and not excluded
 
     def sql(self) -> tuple[str, list]:
         """A WHERE condition over `documents d`, and its parameters, for all but the path
@@ -98,7 +103,7 @@ def _specs(patterns: tuple[str, ...], root: str, roots: tuple[str, ...],
         if home is not None:
             if home != root:
                 continue  # another folder's
-            pattern = "/" + pattern[len(root.rstrip(os.sep)) + 1:]  # anchored at the folder
+            pattern = "/" + pattern[len(root.rstrip(os.sep)) + 1:] if len(pattern) > len(root) + 1 else "*"  # anchored
         pattern = pattern.replace(os.sep, "/")
         (excludes if negated else includes).append(pattern.lower() if ignore_case else pattern)
     include_spec = pathspec.GitIgnoreSpec.from_lines(includes) if any_include else None
@@ -120,13 +125,30 @@ def make_filters(
     time, or an age such as `7d` / `12h`) and indexed folders (their absolute paths)."""
     if isinstance(types, str):
         types = [t for t in (part.strip() for part in types.split(",")) if t]
+    unknown = [t for t in types or () if not _known_type(t)]
+    if unknown:
+        raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
+                         f"or a kind: {', '.join(KINDS)}")
+    since_ns = parse_time(since) if since else None
+    until_ns = parse_time(until) if until else None
+    if since_ns is not None and until_ns is not None and since_ns >= until_ns:
+        raise OboyuError(f"--since {since} is not before --until {until}: no file can be in between")
     return Filters(
         path_globs=tuple(p for p in paths if p),
         types=tuple(types or ()),
-        since_ns=parse_time(since) if since else None,
-        until_ns=parse_time(until) if until else None,
+        since_ns=since_ns,
+        until_ns=until_ns,
         folders=tuple(folders),
     )
+
+
+KINDS = ("markdown", "text", "rst", "html", "pdf", "code")
+
+
+def _known_type(name: str) -> bool:
+    """A kind, or an extension some reader takes."""
+    name = name.lower().lstrip(".")
+    return name in KINDS or file_type_for(Path("x." + name)) is not None
 
 
 AGE_UNITS = {  # seconds; a month and a year as people count them roughly

@@ -146,8 +146,8 @@ class SqlRanker:
             roots = tuple(sorted((root.path for root in self.store.roots()), key=len, reverse=True))
             matching = []
             for doc_id, path, root in self.con.execute("SELECT id, path, root FROM documents").fetchall():
-                folder = next((r for r in roots if is_within(path, r)), root)  # the deepest indexed folder
-                if filters.matches_path(path, folder, roots):
+                holders = tuple(r for r in roots if is_within(path, r)) or (root,)
+                if filters.matches_path(path, holders, roots):
                     matching.append(doc_id)
             _MATCHED[key] = np.array(matching, dtype=np.int64)
             while len(_MATCHED) > 16:
