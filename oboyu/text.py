@@ -4,6 +4,8 @@ name read backwards; nothing from a file reaches a terminal or the app without p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  # ␀ … ␟ (tab kept)
 _VISIBLE[0x7F] = "␡"
 _VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})  # C1: 0x9b is an 8-bit CSI
@@ -15,6 +17,18 @@ def visible(text: str) -> str:
     """Control characters shown as symbols (␛ for ESC, ␊ for a newline) and bidi controls as
     escapes, so the text can be printed as it is."""
     return text.translate(_VISIBLE)
+
+
+def visible_pieces(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[str, bool]]:
+    """The text cut at the spans (offsets into the raw text), each piece made visible and marked
+    whether it is a span: a visible form may be longer than its character, so pieces are made
+    visible one by one rather than the spans moved."""
+    position = 0
+    for start, end in spans:
+        yield visible(text[position:start]), False
+        yield visible(text[start:end]), True
+        position = end
+    yield visible(text[position:]), False
 
 
 def json_safe(dumped: str) -> str:

@@ -168,12 +168,13 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         documents, chunks = store.counts()
         model = store.model_id()
         wanted = {root.path for root in store.roots_named(list(names))} if names else None  # unknown: an error
-        roots = [
-            {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
-             "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
-             "left_out": list(r.left_out)}
-            for r in store.root_summaries() if wanted is None or r.path in wanted
-        ]
+        summaries = [r for r in store.root_summaries() if wanted is None or r.path in wanted]
+    roots = [
+        {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
+         "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
+         "left_out": list(r.left_out)}
+        for r in summaries
+    ]
     info = {
         "db": str(path.resolve()),
         "model": model,
@@ -190,13 +191,12 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         if key != "roots":
             click.echo(visible(f"{key:>10}: {value}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
-    for r in roots:
-        missing = "" if r["exists"] else "  (missing)"
-        click.echo(visible(f"  {r['name']:<16} {r['path']}  {r['documents']} files, {r['chunks']} chunks, "
-                           f"updated {r['last_update'] or '-'}{missing}"))
-        left_out: list[str] = r["left_out"]  # type: ignore[assignment]  # built as a list above
-        if left_out:
-            folders = ", ".join(os.path.relpath(folder, str(r["path"])) for folder in left_out)
+    for row, summary in zip(roots, summaries):
+        missing = "" if row["exists"] else "  (missing)"
+        click.echo(visible(f"  {summary.name:<16} {summary.path}  {summary.documents} files, {summary.chunks} chunks, "
+                           f"updated {row['last_update'] or '-'}{missing}"))
+        if summary.left_out:
+            folders = ", ".join(os.path.relpath(folder, summary.path) for folder in summary.left_out)
             click.echo(visible(f"  {'':<16} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
 
 

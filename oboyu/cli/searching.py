@@ -18,19 +18,14 @@ from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.search.query import MODES, Result
-from oboyu.text import clean_input, json_safe, visible
+from oboyu.text import clean_input, json_safe, visible, visible_pieces
 
 
 def highlight(text: str, spans: list[tuple[int, int]], colour: bool = True) -> str:
     """Text from a file, its control characters made visible (piece by piece: a visible form may
     be longer than the character), matched words in bold yellow when `colour`."""
-    out, pos = [], 0
-    for start, end in spans:
-        out.append(visible(text[pos:start]))
-        out.append(click.style(visible(text[start:end]), fg="yellow", bold=True) if colour else visible(text[start:end]))
-        pos = end
-    out.append(visible(text[pos:]))
-    return "".join(out)
+    return "".join(click.style(piece, fg="yellow", bold=True) if matched and colour else piece
+                   for piece, matched in visible_pieces(text, spans))
 
 
 def _colour(stream: TextIO) -> bool:

@@ -146,8 +146,7 @@ def rules_down_to(root: Path, part: Path, follow_symlinks: bool = False) -> _Ign
             is_dir = path.is_dir()
         except OSError:
             return None
-        verdict = rules.verdict(path, is_dir)
-        if name.startswith(".") or verdict or (is_dir and verdict is None and _is_junk(name)):
+        if _left_out(name, rules.verdict(path, is_dir), is_dir):
             return None
         if path != part:
             rules = rules.descend(path)
@@ -163,6 +162,12 @@ def reaches(root: Path, path: Path, follow_symlinks: bool = False) -> bool:
 
 def _is_junk(name: str) -> bool:
     return name in JUNK_DIRS or name.endswith(".egg-info")
+
+
+def _left_out(name: str, verdict: bool | None, is_dir: bool) -> bool:
+    """What a walk passes by: hidden entries, what an ignore rule ignores, and junk folders no
+    rule speaks of."""
+    return name.startswith(".") or bool(verdict) or (is_dir and verdict is None and _is_junk(name))
 
 
 def _walk(
@@ -193,12 +198,11 @@ def _walk(
         if entry.name.startswith("."):
             continue
         verdict = rules.verdict(path, is_dir)
-        if verdict:
+        if _left_out(entry.name, verdict, is_dir):
+            if not verdict:  # a junk folder: said, with how to bring it back
+                yield Skipped(path, JUNK_REASON.format(name=entry.name))
             continue
         if is_dir:
-            if verdict is None and _is_junk(entry.name):
-                yield Skipped(path, JUNK_REASON.format(name=entry.name))
-                continue
             yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
             continue
         try:

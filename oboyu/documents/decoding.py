@@ -170,7 +170,7 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: 
         raise OSError(errno.EAGAIN, "would block (not an ordinary file)", str(path)) from exc
     finally:
         os.close(fd)
-    return data or b"", info
+    return data, info
 
 
 def read_text_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> str:

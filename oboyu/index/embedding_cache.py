@@ -174,7 +174,7 @@ class EmbeddingCache:
 
 def _is_full(exc: BaseException) -> bool:
     """SQLITE_FULL: the disk (or the file's size cap) is full; the file itself is fine."""
-    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc)
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 
 def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, Skipped, reaches, size_cap_reason
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import Extracted, Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
@@ -233,18 +233,24 @@ class Indexer:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
                 parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
-                indexed_folders = {root.path for root in store.roots()}
+                recorded = store.left_out()  # every root's, so also the indexed folders
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
             plan = compare(stored, parts, self.max_bytes, self.full)
             # a junk folder indexed on its own is not left out: its own root walks it
-            plan.skipped = [s for s in plan.skipped if str(s.path) not in indexed_folders]
+            plan.skipped = [s for s in plan.skipped if str(s.path) not in recorded]
             self._apply(plan, stats)
-            whole = [part.root.path for part in parts if str(part.path) == part.root.path]
-            if whole:
+            junk = [str(s.path) for s in plan.skipped if s.reason == JUNK_REASON.format(name=s.path.name)]
+            changed = {}
+            for part in parts:  # a whole root's walk says what it left out; written only when that changed
+                root = part.root.path
+                if str(part.path) == root:
+                    left_out = sorted(folder for folder in junk if is_within(folder, root))
+                    if left_out != sorted(recorded.get(root, [])):
+                        changed[root] = left_out
+            if changed:
                 with self._open() as store:
-                    for root in whole:
-                        store.set_left_out(root, [str(s.path) for s in plan.skipped if s.reason.startswith("junk folder")
-                                                  and is_within(str(s.path), root)])
+                    for root, left_out in changed.items():
+                        store.set_left_out(root, left_out)
             stats.seconds = time.perf_counter() - started
             return stats
 

@@ -360,6 +360,10 @@ class Store:
             self.con.execute("DELETE FROM roots WHERE path = ?", [root])
         return len(paths)
 
+    def left_out(self) -> dict[str, list[str]]:
+        """Each root's folders its last whole walk left out."""
+        return {path: list(folders or ()) for path, folders in self.con.execute("SELECT path, left_out FROM roots").fetchall()}
+
     def set_left_out(self, root: str, folders: list[str]) -> None:
         """The folders the root's last whole walk left out (junk), for status."""
         self.con.execute("UPDATE roots SET left_out = ? WHERE path = ?", [sorted(folders), root])

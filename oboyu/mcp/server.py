@@ -65,7 +65,8 @@ class OboyuTools:
         filters = make_filters([path] if path else [], type, since)
         results = self.live.search(query, mode, k, filters).results
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
-        results = [r for r in results if self._inside_its_root(r.path, self.live.root_of_file(r.path))]
+        roots = self.live.file_roots()
+        results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "snippet": r.snippet, "score": r.score}
@@ -133,7 +134,7 @@ class OboyuTools:
 
     def _indexed_real_path(self, path: str) -> str:
         candidate = self._checked_path(path)
-        root = self.live.root_of_file(candidate)
+        root = self.live.file_roots().get(candidate)
         if root is None:
             raise RefusedError("not an indexed file")
         if not self._inside_its_root(candidate, root):

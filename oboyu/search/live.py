@@ -128,13 +128,13 @@ class LiveIndex:
         with self.reading() as store:
             return Answer(search(store, self.embedder, query, k, filters, mode, group, self.reranker))
 
-    def root_of_file(self, path: str) -> str | None:
-        """The indexed folder of an indexed file (None for one not indexed), from memory when the
-        file has not changed: a long-lived server answers without opening the index."""
+    def file_roots(self) -> dict[str, str]:
+        """Indexed file -> its indexed folder, from memory when the index has not changed: a
+        long-lived server answers without opening the index."""
         if not self.exists():
-            return None
+            return {}
         self.refresh()
-        return self.resident.roots.get(path)
+        return self.resident.roots
 
     def model_id(self) -> str | None:
         """The model the index was built with (None for a new index)."""

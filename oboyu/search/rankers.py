@@ -24,7 +24,7 @@ from oboyu.search.filters import Filters
 
 BM25_K1, BM25_B = 0.9, 0.4
 LITERAL_IDS = 20_000
-_MATCHED: dict[tuple, np.ndarray] = {}  # (index, generation, filters) -> ids of the documents matching
+_MATCHED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (index, generation, filters) -> (kept, left out)
 
 Scores = list[tuple[str, float]]  # (chunk id, score), best first
 
@@ -121,35 +121,45 @@ class SqlRanker:
     @contextlib.contextmanager
     def _scope(self, filters: Filters | None, chunk_column: str) -> Iterator[tuple[str, str, list]]:
         """(join, where, params) restricting a ranking to the chunks that pass the filters; path
-        patterns become the ids of the documents that match them, registered for the query."""
+        patterns become a list of the documents they keep, or of those they leave out when that
+        list is the shorter (nothing when they keep every document)."""
         filters = filters or Filters()
         where, params = filters.sql()
-        allowed = self._documents_matching(filters) if filters.path_globs else None
-        if where == "TRUE" and allowed is None:
-            yield "", where, params
-            return
-        join = f"JOIN chunks c ON c.id = {chunk_column} JOIN documents d ON d.id = c.document_id"
-        if allowed is None:
-            yield join, where, params
-            return
-        if len(allowed) <= LITERAL_IDS:  # a literal list plans faster than a registered array
-            yield join, f"{where} AND d.id IN ({','.join(map(str, allowed.tolist())) or 'NULL'})", params
-            return
-        with registered(self.con, allowed) as (ids,):
-            yield join, f"{where} AND d.id IN (SELECT column0 FROM {ids})", params
+        if filters.path_globs:
+            kept, left_out = self._documents_matching(filters)
+            if len(left_out) and len(kept) <= len(left_out):
+                where, ids = f"{where} AND d.id IN ", kept
+            elif len(left_out):
+                where, ids = f"{where} AND d.id NOT IN ", left_out
+            else:
+                ids = None
+            if ids is not None and not len(ids):
+                where += "(NULL)"
+            elif ids is not None and len(ids) <= LITERAL_IDS:  # a literal list plans faster than an array
+                where += "(" + ",".join(map(str, ids.tolist())) + ")"
+            elif ids is not None:
+                with registered(self.con, ids) as (name,):
+                    yield self._join(chunk_column), f"{where}(SELECT column0 FROM {name})", params
+                return
+        yield ("" if where == "TRUE" else self._join(chunk_column)), where, params
 
-    def _documents_matching(self, filters: Filters) -> np.ndarray:
-        """Ids of the documents whose paths pass the filters' patterns, kept per index generation:
-        the same filter over many queries (typing in the app) is matched once."""
+    @staticmethod
+    def _join(chunk_column: str) -> str:
+        return f"JOIN chunks c ON c.id = {chunk_column} JOIN documents d ON d.id = c.document_id"
+
+    def _documents_matching(self, filters: Filters) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of the documents the filters' path patterns keep, and of those they leave out;
+        kept per index generation: the same filter over many queries (typing in the app) is
+        matched once."""
         key = (str(self.store.path), self.store.get_meta("generation"), filters)
         if key not in _MATCHED:
             roots = tuple(sorted((root.path for root in self.store.roots()), key=len, reverse=True))
-            matching = []
+            kept: list[int] = []
+            left_out: list[int] = []
             for doc_id, path, root in self.con.execute("SELECT id, path, root FROM documents").fetchall():
                 holders = tuple(r for r in roots if is_within(path, r)) or (root,)
-                if filters.matches_path(path, holders, roots):
-                    matching.append(doc_id)
-            _MATCHED[key] = np.array(matching, dtype=np.int64)
+                (kept if filters.matches_path(path, holders, roots) else left_out).append(doc_id)
+            _MATCHED[key] = (np.array(kept, dtype=np.int64), np.array(left_out, dtype=np.int64))
             while len(_MATCHED) > 16:
                 _MATCHED.pop(next(iter(_MATCHED)))
         return _MATCHED[key]

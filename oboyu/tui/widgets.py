@@ -15,7 +15,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.query import Result
-from oboyu.text import visible
+from oboyu.text import visible, visible_pieces
 
 MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
 PREVIEW_CONTEXT_LINES = 200  # lines of the file shown around the passage
@@ -33,12 +33,8 @@ def highlighted(text: str, spans: list[tuple[int, int]], style: Style | str = ""
     """Text from a file with its matches marked, control characters made visible (piece by
     piece, since a visible form may be longer than the character it stands for)."""
     out = Text(style=style, no_wrap=True, overflow="ellipsis")
-    position = 0
-    for start, end in spans:
-        out.append(visible(text[position:start]))
-        out.append(visible(text[start:end]), style=MATCH)
-        position = end
-    out.append(visible(text[position:]))
+    for piece, matched in visible_pieces(text, spans):
+        out.append(piece, style=MATCH if matched else "")
     return out
 
 
