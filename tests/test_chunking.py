@@ -13,7 +13,8 @@ def test_sentence_split_japanese_and_english() -> None:
 
 def test_chunks_respect_headings_size_and_lines(embedder: Embedder) -> None:
     body = "\n".join(f"これは{i}番目の文で、検索のテストに使う長めの文章です。" for i in range(120))
-    text = f"# 見出しA\n\n{body}\n\n## 小見出しB\n\n短い段落。\n"
+    last = "最後の段落は見出しBの下にあり、一つの文だけで独立した意味を持つように十分な長さで書かれている。"
+    text = f"# 見出しA\n\n{body}\n\n## 小見出しB\n\n{last}\n"
     chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens, target_tokens=128)
     chunks = chunker.chunk(extract(text, "markdown"))
     assert len(chunks) > 5
@@ -27,8 +28,19 @@ def test_chunks_respect_headings_size_and_lines(embedder: Embedder) -> None:
     # one sentence of overlap between neighbours
     for a, b in itertools.pairwise(first_section):
         assert b.start_char < a.end_char
-    expected_line = lines.index("短い段落。") + 1
-    assert chunks[-1].text == "短い段落。" and chunks[-1].start_line == chunks[-1].end_line == expected_line
+    expected_line = lines.index(last) + 1
+    assert chunks[-1].text == last and chunks[-1].start_line == chunks[-1].end_line == expected_line
+
+
+def test_a_section_too_short_to_mean_anything_joins_the_next(embedder: Embedder) -> None:
+    decisions = "来期の予算案は原案どおり承認され、四月から新しい勤怠システムを全社で導入することが決まった。"
+    text = f"# 議事録\n\n## 出席者\n\n田中、佐藤\n\n## 決定事項\n\n{decisions}\n\n## 次回\n\n五月十日\n"
+    chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens).chunk(extract(text, "markdown"))
+    # the attendees join the decisions, and the last short section joins the one before it
+    assert len(chunks) == 1
+    assert chunks[0].heading == "議事録 > 出席者"
+    assert chunks[0].text.startswith("田中、佐藤") and chunks[0].text.endswith("五月十日")
+    assert text[chunks[0].start_char : chunks[0].end_char] == chunks[0].text
 
 
 def test_a_huge_line_is_cut_at_token_boundaries(embedder: Embedder) -> None:

@@ -54,7 +54,9 @@ def test_html_keeps_only_visible_text() -> None:
     assert "secret" not in joined and "color" not in joined and "no script" not in joined
     assert "最初の段落。太字も含む。" in joined
     assert "second para & more" in joined
-    assert doc.blocks[0].heading_level == 1 and doc.blocks[0].start_line == 3
+    # lines are those of the text shown (previews and `read` show the page's text, not its markup)
+    assert doc.blocks[0].heading_level == 1 and doc.blocks[0].start_line == 1
+    assert doc.text.split("\n")[doc.blocks[1].start_line - 1] == "最初の段落。太字も含む。"
 
 
 def test_rst_headings_by_adornment() -> None:

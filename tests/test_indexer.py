@@ -1,6 +1,7 @@
 """The indexer through the library API, on real files and a real DuckDB file."""
 
 import io
+import os
 from pathlib import Path
 
 from oboyu.index.indexer import Indexer
@@ -52,12 +53,12 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
 def test_a_malformed_file_is_skipped_and_the_run_goes_on(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "notes"
     root.mkdir()
-    (root / "a-broken.html").write_text("<p>a</p><![foo[ x ]]><p>b</p>", encoding="utf-8")  # HTMLParser raises
+    (root / "a-broken.docx").write_bytes(b"PK\x03\x04" + os.urandom(300))  # a zip's signature, then noise
     (root / "b-fine.md").write_text("# 正常\n\n読める。\n", encoding="utf-8")
     with Store(tmp_path / "index.duckdb") as store:
         stats = Indexer(store, embedder).index([root])
         assert stats.added == 1
-        assert [s.reason.split(":")[0] for s in stats.skipped] == ["cannot extract text"]
+        assert [s.reason.split(":")[0] for s in stats.skipped] == ["corrupt .docx file"]
 
 
 def test_a_removed_root_leaves_the_index_and_overlaps_count_once(tmp_path: Path, embedder: Embedder) -> None:

@@ -2,7 +2,8 @@
 
 Headings start a new chunk and give it its heading path; paragraphs are cut into sentences
 (Japanese 。！？ and English . ! ? ends); sentences are packed up to a target token count, and
-each chunk after the first in a section repeats the previous chunk's last sentence. A sentence
+each chunk after the first in a section repeats the previous chunk's last sentence. A section too
+short to mean anything alone (`Attendees: Alice, Bob` under its own heading) joins the next. A sentence
 too long for the model is cut at line breaks, then at token boundaries (never inside a character).
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from oboyu.documents.extract import LINE_BREAK, Block, Extracted
 
 TARGET_TOKENS = 256
+MIN_SECTION_TOKENS = 12  # below this a section is a label (a date, a list of names), not a passage
 # hard cap per chunk: with the prefix, special tokens and up to CONTEXT_CHARS of title and
 # heading path (about a token a character at worst) it stays within the model's 512
 MAX_TOKENS = 440
@@ -133,7 +135,7 @@ class Chunker:
         for unit, n in zip(all_units, self.count_tokens([doc.text[u.start : u.end] for u in all_units])):
             unit.tokens = n
         chunks: list[Chunk] = []
-        for heading, section_units in sections:
+        for heading, section_units in _join_short(sections):
             for group in self._pack(self._fit(section_units, doc.text, line_of)):
                 head, tail = group[0], group[-1]
                 chunks.append(
@@ -151,7 +153,7 @@ class Chunker:
         return chunks
 
     def _units(self, block: Block, line_of: Callable[[int], int]) -> list[_Unit]:
-        spans = [(0, len(block.text))] if block.kind == "code" else split_sentences(block.text)
+        spans = [(0, len(block.text))] if block.kind in ("code", "row") else split_sentences(block.text)
         units = []
         for s, e in spans:
             start, end = block.start_char + s, block.start_char + e
@@ -199,6 +201,26 @@ class Chunker:
         if current:
             groups.append(current)
         return groups
+
+
+def _join_short(sections: list[tuple[str, list[_Unit]]]) -> list[tuple[str, list[_Unit]]]:
+    """Sections with their too-short ones joined to the next (the last to the one before); the
+    joined passage keeps the first section's heading path."""
+    out: list[tuple[str, list[_Unit]]] = []
+    carried: tuple[str, list[_Unit]] | None = None
+    for heading, units in sections:
+        if carried is not None:
+            heading, units, carried = carried[0], carried[1] + units, None
+        if sum(u.tokens for u in units) < MIN_SECTION_TOKENS:
+            carried = (heading, units)
+        else:
+            out.append((heading, units))
+    if carried is not None:
+        if out:
+            out[-1] = (out[-1][0], out[-1][1] + carried[1])
+        else:
+            out.append(carried)
+    return out
 
 
 def _line_spans(body: str) -> list[tuple[int, int]]:

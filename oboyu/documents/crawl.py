@@ -18,7 +18,8 @@ from pathlib import Path
 import pathspec
 
 from oboyu.config import settings
-from oboyu.documents.extract import file_type_for
+from oboyu.documents.decoding import read_regular_file
+from oboyu.documents.extract import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 JUNK_DIRS = frozenset(
@@ -228,9 +229,17 @@ def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) ->
         return Skipped(path, "file name is not valid UTF-8")
     file_type = file_type_for(path)
     if file_type is None:
-        return Skipped(path, "unsupported file type")
+        return Skipped(path, unsupported_reason(path))
     if info.st_size > max_bytes:
         return Skipped(path, size_cap_reason(max_bytes))
+    if not path.suffix and file_type == "text":  # README, memo, a mailbox: or a program
+        try:
+            sample, _ = read_regular_file(path, SNIFF_BYTES - 1)
+        except OSError as exc:
+            return Skipped(path, f"cannot read: {exc.strerror or exc}")
+        file_type = sniffed_type(sample)
+        if file_type is None:
+            return Skipped(path, "no extension, and not text")
     return FileEntry(path, root, info.st_size, info.st_mtime_ns, file_type)
 
 

@@ -171,14 +171,3 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: 
     finally:
         os.close(fd)
     return data, info
-
-
-def read_text_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: bool = True) -> str:
-    """A file's text, decoded as the indexer decodes it; errors say why in one line."""
-    try:
-        data, _ = read_regular_file(path, max_bytes, follow_symlinks)
-    except OSError as exc:
-        raise OboyuError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if len(data) > max_bytes:
-        raise OboyuError(f"{path} is larger than {max_bytes // (1024 * 1024)} MB")
-    return decode(data).text

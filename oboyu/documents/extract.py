@@ -1,17 +1,18 @@
-"""Text and structure out of a file: blocks (headings, paragraphs, code) with their lines.
+"""Text and structure out of a file: blocks (headings, paragraphs, code, rows) with their lines.
 
 `extract_file` is the one dispatch from a file's bytes and type to its text, for every format.
-For Markdown, plain text, reStructuredText and source code a block's text is a slice of the
-decoded file, so its character offsets and lines are exact. HTML keeps only visible text; its
-blocks carry the source lines the parser saw.
+For the source types (Markdown, plain text, reStructuredText, Org and source code) the text is
+the decoded file, so offsets and lines are the file's own. Every other format (`documents.formats`)
+is rendered to text whose lines are what previews, `read` and results' lines show.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
-from pathlib import Path
+from pathlib import PurePath
 
 from oboyu.config import settings
 from oboyu.documents.decoding import UndecodableError, decode
@@ -19,7 +20,6 @@ from oboyu.documents.decoding import UndecodableError, decode
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 TEXT_EXT = {".txt", ".text"}
 RST_EXT = {".rst", ".rest"}
-HTML_EXT = {".html", ".htm", ".xhtml"}
 CODE_EXT = {
     ".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt",
     ".kts", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".m", ".mm",
@@ -29,9 +29,35 @@ CODE_EXT = {
 }
 
 
-def file_type_for(path: Path) -> str | None:
-    """The extractor a file gets by its name (the user's `file_types` setting first), or None
-    when we do not index it."""
+# the other formats, by extension; each type has one reader in `extract_file`
+FORMAT_EXT = {
+    ".html": "html", ".htm": "html", ".xhtml": "html", ".pdf": "pdf",
+    ".docx": "docx", ".docm": "docx", ".dotx": "docx", ".odt": "odt", ".ott": "odt",
+    ".pptx": "pptx", ".pptm": "pptx", ".ppsx": "pptx", ".odp": "odp",
+    ".xlsx": "spreadsheet", ".xlsm": "spreadsheet", ".xlsb": "spreadsheet", ".xls": "spreadsheet", ".ods": "spreadsheet",
+    ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".epub": "epub", ".eml": "email", ".mbox": "mbox",
+    ".rtf": "rtf", ".json": "json", ".ipynb": "notebook", ".org": "org",
+}
+OLD_BINARY = {
+    ".doc": "old binary Word format: save it as .docx to index it",
+    ".dot": "old binary Word format: save it as .docx to index it",
+    ".ppt": "old binary PowerPoint format: save it as .pptx to index it",
+    ".pps": "old binary PowerPoint format: save it as .pptx to index it",
+}
+SOURCE_TYPES = {"markdown", "text", "rst", "code", "org"}  # the text is the file; an editor opens it at a line
+CODE_NAMES = {"Makefile", "Dockerfile", "CMakeLists.txt", "Gemfile", "Rakefile", "Justfile", "Vagrantfile"}
+# what a part is in each format, for locations: (one, several)
+PART_UNITS = {
+    "pdf": ("p.", "pp."), "pptx": ("slide", "slides"), "odp": ("slide", "slides"), "spreadsheet": ("row", "rows"),
+    "csv": ("row", "rows"), "docx": ("¶", "¶"), "odt": ("¶", "¶"), "epub": ("chapter", "chapters"),
+    "mbox": ("message", "messages"), "notebook": ("cell", "cells"),
+}
+
+
+def file_type_for(path: PurePath) -> str | None:
+    """The reader a file gets by its name (the user's `file_types` setting first), or None
+    when we do not index it. A name without an extension (`README`, `memo`) is read as text
+    when its first bytes are text (`looks_like_text`)."""
     ext = path.suffix.lower()
     extra = settings().file_types.get(ext)
     if extra is not None:
@@ -42,13 +68,26 @@ def file_type_for(path: Path) -> str | None:
         return "text"
     if ext in RST_EXT:
         return "rst"
-    if ext in HTML_EXT:
-        return "html"
-    if ext == ".pdf":
-        return "pdf"
-    if ext in CODE_EXT or path.name in {"Makefile", "Dockerfile", "CMakeLists.txt"}:
+    if ext in FORMAT_EXT:
+        return FORMAT_EXT[ext]
+    if ext in CODE_EXT or path.name in CODE_NAMES:
         return "code"
+    if not ext and path.name:
+        return "text"
     return None
+
+
+def unsupported_reason(path: PurePath) -> str:
+    """Why a file with no reader is not indexed."""
+    return OLD_BINARY.get(path.suffix.lower(), "unsupported file type")
+
+
+def part_location(file_type: str, first: int | None, last: int | None) -> str:
+    """`p. 3`, `slides 4-6`, `rows 12-30`: where a passage is in a paged or tabular format."""
+    if first is None:
+        return ""
+    one, several = PART_UNITS.get(file_type, ("p.", "pp."))
+    return f"{one} {first}" if last in (None, first) else f"{several} {first}-{last}"
 
 
 @dataclass
@@ -68,7 +107,21 @@ class Extracted:
     text: str  # what character offsets refer to
     blocks: list[Block] = field(default_factory=list)
     title: str | None = None
-    page_starts: list[int] = field(default_factory=list)  # PDF: offset in `text` where each page begins
+    # (offset in `text`, number) where each page, slide, row, chapter, ... begins
+    parts: list[tuple[int, int]] = field(default_factory=list)
+
+    @functools.cached_property
+    def _part_offsets(self) -> list[int]:
+        return [offset for offset, _ in self.parts]
+
+    def parts_between(self, start: int, end: int) -> tuple[int | None, int | None]:
+        """The numbers of the parts the text from `start` to `end` spans (None, None: no parts)."""
+        if not self.parts:
+            return None, None
+        offsets = self._part_offsets
+        first = max(0, bisect.bisect_right(offsets, start) - 1)
+        last = max(0, bisect.bisect_right(offsets, max(start, end - 1)) - 1)
+        return self.parts[first][1], self.parts[last][1]
 
 
 class Unextractable(Exception):
@@ -82,15 +135,38 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in data
 
 
-def extract_file(data: bytes, file_type: str) -> tuple[Extracted, str]:
-    """A file's text and structure from its bytes, and its encoding ("pdf" for a PDF)."""
-    if file_type == "pdf":
-        from oboyu.documents.pdf import PdfSkipped, extract_pdf  # imported here: pdf builds on this module
+SNIFF_BYTES = 4096
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
-        try:
-            return extract_pdf(data), "pdf"
-        except PdfSkipped as exc:
-            raise Unextractable(str(exc)) from exc
+
+def looks_like_text(sample: bytes) -> bool:
+    """The first bytes of a file without an extension: text when they hold no NUL, decode, and
+    at most 1% of their characters are control characters."""
+    if looks_binary(sample):
+        return False
+    try:
+        text = decode(sample).text
+    except UndecodableError:
+        return False
+    return len(_CONTROL.findall(text)) <= 0.01 * max(1, len(text))
+
+
+def sniffed_type(sample: bytes) -> str | None:
+    """The type of a file without an extension from its first bytes: a mailbox (as Thunderbird
+    keeps them, `Inbox`), text, or None (not text)."""
+    if sample.startswith(b"From ") and re.search(rb"\n(?:From|Subject|Date|Message-ID):", sample[:SNIFF_BYTES], re.IGNORECASE):
+        return "mbox"
+    return "text" if looks_like_text(sample) else None
+
+
+def extract_file(data: bytes, file_type: str, name: str = "") -> tuple[Extracted, str]:
+    """A file's text and structure from its bytes, and its encoding (the format's name for
+    formats that are not text). `name` is the file's name, for readers that look at it."""
+    from oboyu.documents.formats.readers import READERS  # imported here: the readers build on this module
+
+    reader = READERS.get(file_type)
+    if reader is not None:
+        return reader(data, name)
     if looks_binary(data):
         raise Unextractable("binary file")
     try:
@@ -101,13 +177,17 @@ def extract_file(data: bytes, file_type: str) -> tuple[Extracted, str]:
 
 
 def extract(text: str, file_type: str) -> Extracted:
-    """The structure of a decoded text file."""
+    """The structure of a decoded text file (or web page)."""
     if file_type == "markdown":
         return _markdown(text)
     if file_type == "rst":
         return _rst(text)
+    if file_type == "org":
+        return _org(text)
     if file_type == "html":
-        return _html(text)
+        from oboyu.documents.formats.html import html_document  # imported here: it builds on this module
+
+        return html_document(text)
     return Extracted(text, _paragraphs(text, 0, _lines_with_offsets(text), kind="code" if file_type == "code" else "text"))
 
 
@@ -274,88 +354,51 @@ def _rst(text: str) -> Extracted:
     return doc
 
 
-# <head> is not skipped as a whole: its end tag is optional, and its only text is the <title>
-_HTML_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas"}
-_HTML_BLOCK = {
-    "p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "li", "ul", "ol",
-    "table", "tr", "td", "th", "thead", "tbody", "br", "pre", "blockquote", "dl", "dt", "dd",
-    "figure", "figcaption", "hr", "form", "fieldset", "details", "summary", "caption", "address",
-    "h1", "h2", "h3", "h4", "h5", "h6", "body", "html",
-}
+_ORG_HEADING = re.compile(r"^(\*+)[ \t]+(?:(?:TODO|DONE|NEXT|WAITING)[ \t]+)?(?:\[#[A-C]\][ \t]+)?(.*?)(?:[ \t]+:[\w@#%:]+:)?[ \t]*$")
+_ORG_BLOCK = re.compile(r"^[ \t]*#\+BEGIN_(\w+)", re.IGNORECASE)
+_ORG_KEYWORD = re.compile(r"^[ \t]*#\+(\w+):[ \t]*(.*)$")
 
 
-class _VisibleText(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.blocks: list[tuple[str, int, int, int, str]] = []  # text, first line, last line, level, kind
-        self.parts: list[str] = []
-        self.first_line = 0
-        self.skip_depth = 0
-        self.pre_depth = 0
-        self.heading = 0
-        self.title: str | None = None
-        self.title_parts: list[str] | None = None  # collecting the document's <title>
+def _org(text: str) -> Extracted:
+    """Org mode: `*` headings by depth, #+BEGIN_SRC blocks as code, #+TITLE as the title;
+    other #+ keyword lines are settings, not text."""
+    lines = _lines_with_offsets(text)
+    doc = Extracted(text)
+    para: int | None = None
 
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "title" and not self.skip_depth and self.title is None:
-            self.title_parts = []
-            return
-        if tag in _HTML_SKIP:
-            self.skip_depth += 1
-            return
-        if tag in _HTML_BLOCK:
-            self.flush()
-        if tag == "pre":
-            self.pre_depth += 1
-        if re.fullmatch(r"h[1-6]", tag):
-            self.heading = int(tag[1])
+    def flush(upto: int) -> None:
+        nonlocal para
+        if para is not None and upto >= para:
+            doc.blocks.append(_block(text, lines, para, upto))
+        para = None
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title" and self.title_parts is not None:
-            self.title = re.sub(r"\s+", " ", "".join(self.title_parts)).strip() or None
-            self.title_parts = None
-            return
-        if tag in _HTML_SKIP:
-            self.skip_depth = max(0, self.skip_depth - 1)
-            return
-        if tag in _HTML_BLOCK:
-            self.flush()
-        if tag == "pre":
-            self.pre_depth = max(0, self.pre_depth - 1)
-        if re.fullmatch(r"h[1-6]", tag):
-            self.heading = 0
-
-    def handle_data(self, data: str) -> None:
-        if self.title_parts is not None:
-            self.title_parts.append(data)
-            return
-        if self.skip_depth:
-            return
-        if not self.parts:
-            self.first_line = self.getpos()[0]
-        self.parts.append(data)
-
-    def flush(self) -> None:
-        raw = "".join(self.parts)
-        self.parts = []
-        if self.pre_depth:
-            body = raw.strip("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i][1]
+        heading = _ORG_HEADING.match(line)
+        block = _ORG_BLOCK.match(line)
+        keyword = _ORG_KEYWORD.match(line)
+        if heading:
+            flush(i - 1)
+            doc.blocks.append(_heading(text, lines, i, i, len(heading.group(1)), heading.group(2)))
+        elif block:
+            flush(i - 1)
+            end = re.compile(rf"^[ \t]*#\+END_{re.escape(block.group(1))}\b", re.IGNORECASE)
+            j = next((k for k in range(i + 1, len(lines)) if end.match(lines[k][1])), len(lines) - 1)
+            if j > i + 1:
+                doc.blocks.append(_block(text, lines, i + 1, j - 1, kind="code" if block.group(1).upper() == "SRC" else "text"))
+            i = j
+        elif keyword:
+            flush(i - 1)
+            if keyword.group(1).upper() == "TITLE" and doc.title is None:
+                doc.title = keyword.group(2).strip() or None
+        elif line.strip():
+            if para is None:
+                para = i
         else:
-            body = re.sub(r"\s+", " ", raw).strip()
-        if body.strip():
-            last = self.getpos()[0]
-            kind = "heading" if self.heading else ("code" if self.pre_depth else "text")
-            self.blocks.append((body, self.first_line, max(last, self.first_line), self.heading, kind))
-
-
-def _html(source: str) -> Extracted:
-    parser = _VisibleText()
-    parser.feed(source)
-    parser.close()
-    parser.flush()
-    pieces, blocks, pos = [], [], 0
-    for body, first, last, level, kind in parser.blocks:
-        blocks.append(Block(body, pos, pos + len(body), first, last, level, kind, exact=False))
-        pieces.append(body)
-        pos += len(body) + 2
-    return Extracted("\n\n".join(pieces), blocks, parser.title or _first_h1(blocks))
+            flush(i - 1)
+        i += 1
+    flush(len(lines) - 1)
+    if doc.title is None:
+        doc.title = _first_h1(doc.blocks)
+    return doc

@@ -10,7 +10,6 @@ per index.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import os
@@ -28,7 +27,7 @@ import numpy as np
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import Extracted, Unextractable, extract_file
+from oboyu.documents.extract import Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
 from oboyu.errors import OboyuError
 from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
@@ -391,7 +390,7 @@ class Indexer:
         if previous is not None and previous.sha256 == sha and not self.full:
             return _Touched(entry)
         try:
-            extracted, encoding = extract_file(data, entry.file_type)
+            extracted, encoding = extract_file(data, entry.file_type, path.name)
             chunks = self.chunker.chunk(extracted)
         except Unextractable as exc:
             return Skipped(path, str(exc))
@@ -401,7 +400,7 @@ class Indexer:
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
             encoding=encoding, file_type=entry.file_type, title=extracted.title,
         )
-        pages = [_pages_of(extracted, c) for c in chunks]
+        pages = [extracted.parts_between(c.start_char, c.end_char) for c in chunks]
         terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
         return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None,
                          content_changed=previous is None or previous.sha256 != sha)
@@ -441,14 +440,6 @@ class Indexer:
                 stats.changed += 1
             else:  # rebuilt by --full, its content as it was
                 stats.unchanged += 1
-
-
-def _pages_of(extracted: Extracted, chunk: Chunk) -> tuple[int | None, int | None]:
-    if not extracted.page_starts:
-        return None, None
-    first = bisect.bisect_right(extracted.page_starts, chunk.start_char)
-    last = bisect.bisect_right(extracted.page_starts, max(chunk.start_char, chunk.end_char - 1))
-    return first, last
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:

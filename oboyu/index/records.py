@@ -30,7 +30,7 @@ class ChunkRecord:
     end_char: int
     text: str
     terms: dict[str, int] = field(default_factory=dict)  # keyword index terms and counts
-    page_start: int | None = None  # PDF pages the chunk spans, from 1
+    page_start: int | None = None  # the parts the chunk spans: pages, slides, rows, ... (`documents.extract.PART_UNITS`)
     page_end: int | None = None
 
 
@@ -63,8 +63,9 @@ class SearchHit:
     start_line: int
     end_line: int
     text: str
-    page_start: int | None = None  # PDF pages
+    page_start: int | None = None  # the parts (pages, slides, rows, ...) of the passage
     page_end: int | None = None
+    file_type: str = ""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 has one migration, numbered by the version it brings the file to, run in order in one transaction.
 
 Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
-of chunks; 4 the folders each root's last walk left out. The embeddings table is made when the index's model is set (its width is the model's).
+of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
+link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts. The embeddings table is made when the index's model is set (its width is the model's).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from oboyu.index.records import Root, keyword_text
 if TYPE_CHECKING:
     from oboyu.index.store import Store
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -70,7 +71,13 @@ def migrate_to_4(store: Store) -> None:
     store.con.execute(_LEFT_OUT)
 
 
-MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}
+def migrate_to_5(store: Store) -> None:
+    """Web pages are read again by the next update: their stored content hash is cleared, so the
+    unchanged file is extracted anew rather than passed over as unchanged."""
+    store.con.execute("UPDATE documents SET sha256 = '', mtime_ns = -1 WHERE file_type = 'html'")
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
 
 
 def migrate(store: Store, version: int) -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oboyu.api import open_indexer
-from oboyu.documents.decoding import read_text_file
-from oboyu.documents.extract import split_lines
+from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
@@ -69,16 +68,17 @@ class OboyuTools:
         results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
         return [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
-             "snippet": r.snippet, "score": r.score}
+             "location": r.part or None, "snippet": r.snippet, "score": r.score}
             for r in results
         ]
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         real = self._indexed_real_path(path)
         # read in a worker with a time cap: a file on a hung network drive costs a worker, not the server
-        reading = _READERS.submit(read_text_file, real, MAX_READ_FILE_BYTES, follow_symlinks=False)
+        reading = _READERS.submit(read_document, real, MAX_READ_FILE_BYTES, follow_symlinks=False)
         try:
-            lines = split_lines(reading.result(timeout=MAX_READ_SECONDS))
+            shown = reading.result(timeout=MAX_READ_SECONDS)
+            lines = shown.lines
         except TimeoutError:
             raise RefusedError(f"reading {real} took over {MAX_READ_SECONDS:g} s (a slow or hung drive?)") from None
         except OboyuError as exc:
@@ -92,8 +92,10 @@ class OboyuTools:
         text = "\n".join(lines[first - 1 : last])
         if len(text) > MAX_READ_CHARS:
             text, truncated = text[:MAX_READ_CHARS], True
+        # where each page, slide, sheet row or chapter starts, in the lines returned
+        parts = [{"line": line, "location": label} for line, label in shown.parts if first <= line <= last]
         return {"path": str(Path(os.path.abspath(path))), "start_line": first, "end_line": last,
-                "total_lines": len(lines), "truncated": truncated, "text": text}
+                "total_lines": len(lines), "truncated": truncated, "text": text, "parts": parts}
 
     def status(self) -> dict[str, Any]:
         summary = self.live.summary()
@@ -166,14 +168,16 @@ def build_server(tools: OboyuTools):
         except OboyuError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Search indexed documents; one result per file: path, line range, heading, snippet, "
-                 "score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
+    @server.tool(description="Search indexed documents; one result per file: path, line range, heading, location "
+                 "(page, slide, rows, ... in a PDF, Office file or book), snippet, score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
                  "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
     def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
                since: str | None = None) -> list[dict[str, Any]]:
         return call(tools.search, query, mode, k, path, type, since)
 
-    @server.tool(description="Read an indexed file, or lines start_line..end_line of it (1-based, inclusive).")
+    @server.tool(description="Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "
+                 "numbered as search numbers them. A PDF, Office file, mail or book gives its extracted text; "
+                 "parts says on which line each page, slide, row or chapter starts.")
     def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         return call(tools.read, path, start_line, end_line)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from oboyu.documents.extract import part_location
 from oboyu.documents.keywords import words
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
@@ -42,15 +43,20 @@ class Result:
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
     leg_scores: dict[str, float | None] = field(default_factory=dict)  # each leg's raw score
     other_matches: int = 0  # further matching chunks of the same file (grouped results)
-    page_start: int | None = None  # PDF pages of the passage, from 1
+    page_start: int | None = None  # the parts of the passage: pages, slides, rows, ... (`part`)
     page_end: int | None = None
+    file_type: str = ""
+
+    @property
+    def part(self) -> str:
+        """`p. 3`, `slides 2-3`, `rows 10-40`; '' in a format without parts."""
+        return part_location(self.file_type, self.page_start, self.page_end)
 
     @property
     def location(self) -> str:
-        """Where the passage is, for people: `path:lines`, or `path (p. N)` in a PDF."""
+        """Where the passage is, for people: `path:lines`, or `path (p. 3)`, `path (slide 2)`."""
         if self.page_start is not None:
-            pages = f"{self.page_start}" if self.page_end in (None, self.page_start) else f"{self.page_start}-{self.page_end}"
-            return f"{self.path} (p. {pages})"
+            return f"{self.path} ({self.part})"
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
     def to_json(self) -> dict:
@@ -116,6 +122,7 @@ def search(
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
+                file_type=hit.file_type,
             )
         )
     return results

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -23,9 +25,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 
 from oboyu.api import open_indexer
-from oboyu.documents.decoding import read_text_file
-from oboyu.documents.extract import split_lines
+from oboyu.documents.extract import SOURCE_TYPES
 from oboyu.documents.keywords import match_spans, words
+from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.index.indexer import IndexProgress, IndexStats
 from oboyu.models.embedding import Embedder
@@ -60,7 +62,7 @@ class OboyuApp(App):
         Binding("pagedown", "move(5)", show=False),
         Binding("pageup", "move(-5)", show=False),
         Binding("escape", "focus_query", "Search", show=False),
-        Binding("e", "edit", "Edit"),
+        Binding("e", "edit", "Open"),
         Binding("y", "copy_path", "Copy path"),
     ]
 
@@ -219,7 +221,7 @@ class OboyuApp(App):
     @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
     def load_preview(self, result: Result, query: str) -> None:
         try:
-            lines = split_lines(read_text_file(result.path, PREVIEW_MAX_BYTES))
+            lines = read_document(result.path, PREVIEW_MAX_BYTES, result.file_type or None).lines
         except OboyuError as exc:
             self.call_from_thread(self._show_preview, result, None, f"{exc} (showing the indexed passage)")
             return
@@ -234,7 +236,8 @@ class OboyuApp(App):
         if current is None or current.chunk_id != result.chunk_id:
             return  # the highlight moved on meanwhile
         preview = self.query_one("#preview", Preview)
-        title = f"{display_path(result.path)}:{result.start_line}"
+        # a page, slide or row says where in the file; in a text file, its line does
+        title = f"{display_path(result.path)} · {result.part}" if result.part else f"{display_path(result.path)}:{result.start_line}"
         if shown is None:
             preview.show(Text(visible(message) + "\n\n" + visible(result.snippet)), 0, title)
         else:
@@ -296,6 +299,9 @@ class OboyuApp(App):
         result = self.query_one("#results", ResultList).current
         if result is None:
             return
+        if result.file_type and result.file_type not in SOURCE_TYPES:
+            self.open_externally(result.path)
+            return
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not editor:
             self.notify("set $EDITOR (or $VISUAL) to open files", severity="warning")
@@ -307,6 +313,22 @@ class OboyuApp(App):
         except Exception as exc:  # no terminal to give away, editor missing, …
             self.notify(f"cannot run {editor}: {exc}", severity="error")
         self.refresh()
+
+    def open_externally(self, path: str) -> None:
+        """A PDF, a workbook, a mail: in the application the desktop opens it with."""
+        command = opener_command(path)
+        if command is None:
+            self.notify("no program to open files with here (xdg-open, open)", severity="warning")
+            return
+        try:
+            if sys.platform == "win32":
+                os.startfile(path)  # type: ignore[attr-defined]  # Windows only
+            else:
+                subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+            self.notify(f"opening {visible(Path(path).name)}", timeout=2)
+        except OSError as exc:
+            self.notify(f"cannot open {visible(Path(path).name)}: {exc.strerror or exc}", severity="error")
 
     # --- indexing ----------------------------------------------------------------------------
 
@@ -454,3 +476,12 @@ def editor_arguments(editor: str, path: str, line: int) -> list[str]:
     if name in ("subl", "zed", "hx", "helix"):
         return [f"{path}:{line}"]
     return [f"+{line}", path]
+
+
+def opener_command(path: str) -> list[str] | None:
+    """The desktop's opener for a file: `open` on macOS, `xdg-open` elsewhere (None when absent);
+    Windows uses os.startfile."""
+    if sys.platform == "win32":
+        return ["start", path]
+    tool = "open" if sys.platform == "darwin" else "xdg-open"
+    return [tool, path] if shutil.which(tool) else None

@@ -51,7 +51,7 @@ def result_prompt(result: Result) -> Group:
         score = f"+{result.other_matches}  {score}"
     first.add_row(name, Text(score, style="dim"))
     heading = Text(visible(result.heading or result.title or ""), style="italic", no_wrap=True, overflow="ellipsis")
-    where = result.location.removeprefix(result.path).strip(" ():") if result.page_start is not None \
+    where = result.part if result.page_start is not None \
         else f"L{result.start_line}–{result.end_line}"
     heading.append(f"  {where}", style="dim")
     return Group(first, heading, highlighted(result.snippet, result.matches))

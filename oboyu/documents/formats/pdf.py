@@ -1,17 +1,13 @@
 """Text out of PDF files with PDFium (pypdfium2, Apache-2.0/BSD): page by page, so that every
-chunk knows its pages. Encrypted, broken and image-only PDFs raise PdfSkipped with the reason."""
+chunk knows its pages. Encrypted, broken and image-only PDFs are Unextractable, with the reason."""
 
 from __future__ import annotations
 
 import re
 
-from oboyu.documents.extract import Extracted, plain_blocks
+from oboyu.documents.extract import Extracted, Unextractable, plain_blocks
 
 PAGE_BREAK = "\n\n"  # pages join as paragraphs: a sentence never runs across a page break in a chunk
-
-
-class PdfSkipped(Exception):
-    """Why a PDF gives no text."""
 
 
 def extract_pdf(data: bytes) -> Extracted:
@@ -21,8 +17,8 @@ def extract_pdf(data: bytes) -> Extracted:
         document = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
-            raise PdfSkipped("encrypted PDF (needs a password)") from exc
-        raise PdfSkipped(f"cannot read PDF: {exc}") from exc
+            raise Unextractable("encrypted PDF (needs a password)") from exc
+        raise Unextractable(f"cannot read PDF: {exc}") from exc
     try:
         pages: list[str] = []
         for index in range(len(document)):
@@ -35,18 +31,17 @@ def extract_pdf(data: bytes) -> Extracted:
                 page.close()
         title = (document.get_metadata_dict().get("Title") or "").strip() or None
     except pdfium.PdfiumError as exc:
-        raise PdfSkipped(f"cannot read PDF: {exc}") from exc
+        raise Unextractable(f"cannot read PDF: {exc}") from exc
     finally:
         document.close()
     if not any(p.strip() for p in pages):
-        raise PdfSkipped("PDF has no text layer (scanned or image-only)")
-    starts, parts, offset = [], [], 0
-    for text in pages:
-        starts.append(offset)
-        parts.append(text)
+        raise Unextractable("PDF has no text layer (scanned or image-only)")
+    starts, offset = [], 0
+    for number, text in enumerate(pages, start=1):
+        starts.append((offset, number))
         offset += len(text) + len(PAGE_BREAK)
-    full = PAGE_BREAK.join(parts)
-    return Extracted(full, plain_blocks(full), title=title, page_starts=starts)
+    full = PAGE_BREAK.join(pages)
+    return Extracted(full, plain_blocks(full), title=title, parts=starts)
 
 
 def _clean(text: str) -> str:

@@ -1,0 +1,203 @@
+"""Web pages (and the chapters of an EPUB): the visible text of the document's own content.
+
+Parsed with lxml's HTML parser (libxml2: forgiving of unclosed tags, fast). Left out: scripts,
+styles and hidden elements; ruby readings (`<rt>`, `<rp>`: 漢字 stays, its reading does not); the
+page's chrome: `nav`, `aside`, a `header` or `footer` outside the article, elements whose ARIA
+role is navigation, banner, contentinfo, complementary or search; and link bars: short blocks that
+are mostly the text of several links (`ホーム | 人事 | 総務`), wherever they sit. The page's
+`<meta charset>` decides how it is decoded, before any guess.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+import lxml.html
+from lxml import etree
+
+from oboyu.documents.decoding import Decoded, UndecodableError, decode
+from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.formats.builder import TextBuilder
+
+_SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas", "rt", "rp",
+         "head", "nav", "aside", "select", "button", "input", "textarea", "dialog"}
+_CHROME_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar"}
+_BLOCK = {
+    "p", "div", "section", "article", "header", "footer", "main", "li", "ul", "ol", "table", "thead", "tbody",
+    "tfoot", "pre", "blockquote", "dl", "dt", "dd", "figure", "figcaption", "hr", "form", "fieldset", "details",
+    "summary", "caption", "address", "body", "html", "center",
+}
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+LINK_BAR_MAX_CHARS = 200  # a link bar is short; a paragraph that cites several links is not
+LINK_BAR_SHARE = 0.6
+MENU_ITEM_MAX_CHARS = 40
+_SPACES = re.compile(r"\s+")
+
+
+def decode_html(data: bytes) -> Decoded:
+    """A page's text: its byte-order mark, else the charset its <meta> declares, else our guess."""
+    if not data.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        match = _META_CHARSET.search(data[:4096])
+        if match:
+            try:
+                name = codecs.lookup(match.group(1).decode("ascii")).name
+                name = {"shift_jis": "cp932", "euc_jp": "euc_jp", "iso2022_jp": "iso2022_jp_ext"}.get(name, name)
+                return Decoded(data.decode(name), name)
+            except (LookupError, UnicodeDecodeError):
+                pass  # a wrong declaration: guess as for any file
+    return decode(data)
+
+
+def extract_html(data: bytes) -> tuple[Extracted, str]:
+    try:
+        decoded = decode_html(data)
+    except UndecodableError as exc:
+        raise Unextractable(f"cannot decode: {exc}") from exc
+    return html_document(decoded.text), decoded.encoding
+
+
+def html_document(source: str) -> Extracted:
+    """The text and structure of a page already decoded."""
+    out = TextBuilder()
+    out.title = add_html(out, source)
+    return out.build()
+
+
+def add_html(out: TextBuilder, source: str, chapter_title: str | None = None) -> str | None:
+    """The page's blocks, added to `out`; its title (<title>, else its first h1). With a
+    chapter title, a page that has no heading of its own before its text gets that one."""
+    source = source.lstrip("\ufeff")
+    if not source.strip():
+        return None
+    try:
+        root = lxml.html.document_fromstring(source.encode("utf-8"), parser=_PARSER)
+    except (etree.ParserError, ValueError) as exc:
+        raise Unextractable(f"cannot parse HTML: {exc}") from exc
+    title_element = root.find(".//title")
+    title = _SPACES.sub(" ", title_element.text_content()).strip() if title_element is not None else ""
+    walker = _Walker(out, chapter_title)
+    walker.walk(root.find("body") if root.find("body") is not None else root)
+    walker.flush()
+    return title or walker.first_h1
+
+
+_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True)
+
+
+class _Walker:
+    def __init__(self, out: TextBuilder, chapter_title: str | None) -> None:
+        self.out = out
+        self.pending_heading = chapter_title
+        self.parts: list[str] = []
+        self.link_chars = 0
+        self.links = 0
+        self.in_link = 0
+        self.first_h1: str | None = None
+        self.article_depth = 0
+
+    def walk(self, element: etree._Element) -> None:
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        if not tag or tag in _SKIP or self._is_chrome(element, tag):
+            self._text(element.tail)
+            return
+        if tag in _HEADINGS:
+            self.flush()
+            text = _SPACES.sub(" ", _visible_text(element)).strip()
+            if text:
+                self._heading(text, _HEADINGS[tag])
+            self._text(element.tail)
+            return
+        if tag == "pre":
+            self.flush()
+            self._emit(_visible_text(element).strip("\n"), "code")
+            self._text(element.tail)
+            return
+        if tag == "tr":
+            self.flush()
+            cells = [_SPACES.sub(" ", _visible_text(c)).strip() for c in element if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            self._emit(" | ".join(c for c in cells if c), "row")
+            self._text(element.tail)
+            return
+        block = tag in _BLOCK
+        if block:
+            self.flush()
+        if tag == "br":
+            self.parts.append("\n")
+        article = tag in ("article", "main")
+        self.article_depth += article
+        if tag == "a":
+            self.in_link += 1
+            self.links += 1
+        self._text(element.text)
+        for child in element:
+            self.walk(child)
+        if tag == "a":
+            self.in_link -= 1
+        self.article_depth -= article
+        if block:
+            self.flush()
+        self._text(element.tail)
+
+    def _is_chrome(self, element: etree._Element, tag: str) -> bool:
+        if element.get("hidden") is not None or element.get("aria-hidden") == "true":
+            return True
+        if re.search(r"display\s*:\s*none", element.get("style") or ""):
+            return True
+        if (element.get("role") or "").lower() in _CHROME_ROLES:
+            return True
+        return tag in ("header", "footer") and not self.article_depth
+
+    def _text(self, text: str | None) -> None:
+        if text:
+            self.parts.append(text)
+            if self.in_link:
+                self.link_chars += len(text.strip())
+
+    def flush(self) -> None:
+        raw = "".join(self.parts)
+        text = "\n".join(_SPACES.sub(" ", line).strip() for line in raw.split("\n"))
+        text = re.sub(r"\n{2,}", "\n", text).strip()
+        if text and not self._is_link_bar(text):
+            self._emit(text, "text")
+        self.parts, self.link_chars, self.links = [], 0, 0
+
+    def _is_link_bar(self, text: str) -> bool:
+        """Several links and little else, or one menu item (a short block that is all link)."""
+        share = self.link_chars / max(1, len(text.replace(" ", "").replace("\n", "")))
+        if self.links >= 2:
+            return len(text) <= LINK_BAR_MAX_CHARS and share >= LINK_BAR_SHARE
+        return self.links == 1 and len(text) <= MENU_ITEM_MAX_CHARS and share >= 0.9
+
+    def _heading(self, text: str, level: int) -> None:
+        self.pending_heading = None
+        if level == 1 and self.first_h1 is None:
+            self.first_h1 = text
+        self.out.heading(text, level)
+
+    def _emit(self, text: str, kind: str) -> None:
+        if not text:
+            return
+        if self.pending_heading:
+            self._heading(self.pending_heading, 1)
+        self.out.paragraph(text, kind)
+
+
+def _visible_text(element: etree._Element) -> str:
+    """An element's text without its readings, scripts and the like."""
+    parts = [element.text or ""]
+    for child in element:
+        _collect(child, parts)
+    return "".join(parts)
+
+
+def _collect(node: etree._Element, parts: list[str]) -> None:
+    tag = node.tag.lower() if isinstance(node.tag, str) else ""
+    if tag and tag not in _SKIP:
+        if tag == "br":
+            parts.append("\n")
+        parts.append(node.text or "")
+        for child in node:
+            _collect(child, parts)
+    parts.append(node.tail or "")

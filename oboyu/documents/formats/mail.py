@@ -1,0 +1,139 @@
+"""Mail: .eml messages and .mbox mailboxes, read with the standard `email` package.
+
+A message gives its subject (the title, or a heading in a mailbox), who sent it, to whom and when,
+and its text body: the plain part, else the HTML part as text. Charsets are decoded as Japanese
+mail needs: ISO-2022-JP with the Windows extensions (①, ㈱) that mailers put in it, Shift_JIS as
+cp932, and a guess where the declared charset is wrong. Attachments in a format oboyu reads are
+indexed as passages of their own, headed by their file names.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import re
+from email.message import EmailMessage, Message
+from pathlib import PurePath
+
+from oboyu.documents.decoding import UndecodableError, decode
+from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.formats.builder import TextBuilder
+from oboyu.documents.formats.html import add_html
+
+MAX_DEPTH = 3  # messages forwarded as attachments, inside each other
+MAX_MESSAGES = 50_000
+_WIDER = {"iso-2022-jp": "iso2022_jp_ext", "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932",
+          "x-sjis": "cp932", "euc-jp": "euc_jis_2004", "gb2312": "gb18030", "ks_c_5601-1987": "cp949"}
+_MBOX_FROM = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
+
+
+def extract_eml(data: bytes) -> Extracted:
+    message = _parse(data)
+    out = TextBuilder(_header(message, "subject") or None)
+    _add_message(out, message, depth=0, heading_level=0)
+    if out.empty:
+        raise Unextractable("mail with no text")
+    return out.build()
+
+
+def extract_mbox(data: bytes) -> Extracted:
+    starts = [m.start() for m in _MBOX_FROM.finditer(data) if m.start() == 0 or data[m.start() - 1 : m.start()] == b"\n"]
+    if not starts:
+        raise Unextractable("not an mbox file (no 'From ' line starts a message)")
+    out = TextBuilder()
+    for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(data)]), start=1):
+        if number > MAX_MESSAGES:
+            break
+        chunk = data[start:end]
+        body = chunk[chunk.index(b"\n") + 1 :] if b"\n" in chunk else b""
+        message = _parse(re.sub(rb"^>(>*From )", rb"\1", body, flags=re.MULTILINE))  # mboxrd unquoting
+        out.part(number)
+        _add_message(out, message, depth=0, heading_level=1)
+    return out.build()
+
+
+def _parse(data: bytes) -> EmailMessage:
+    message = email.message_from_bytes(data, policy=email.policy.default)
+    assert isinstance(message, EmailMessage)
+    return message
+
+
+def _add_message(out: TextBuilder, message: Message, depth: int, heading_level: int) -> None:
+    """A message's headers and text; its attachments after it. heading_level 0: the subject is
+    the document's title, not a heading."""
+    subject = _header(message, "subject")
+    if heading_level:
+        out.heading(subject or "(no subject)", heading_level)
+    people = [f"{label}: {value}" for label, value in (("From", _header(message, "from")), ("To", _header(message, "to")),
+                                                      ("Cc", _header(message, "cc")), ("Date", _header(message, "date"))) if value]
+    if people:
+        out.paragraph("\n".join(people))
+    body = _body(message)
+    if body is not None:
+        text, is_html = body
+        if is_html:
+            add_html(out, text)
+        else:
+            for paragraph in re.split(r"\n\s*\n", text):
+                out.paragraph(paragraph)
+    for part in message.walk() if message.is_multipart() else []:
+        name = part.get_filename()
+        if part.get_content_maintype() == "multipart" or (not name and part.get_content_type() != "message/rfc822"):
+            continue
+        if part.get_content_disposition() != "attachment" and not name:
+            continue
+        _add_attachment(out, part, name, depth, heading_level + 1)
+
+
+def _add_attachment(out: TextBuilder, part: Message, name: str | None, depth: int, level: int) -> None:
+    from oboyu.documents.extract import extract_file, file_type_for  # the dispatch, for any format inside
+
+    if part.get_content_type() == "message/rfc822" and depth < MAX_DEPTH:
+        inner = part.get_payload()
+        inner = inner[0] if isinstance(inner, list) and inner else inner
+        if isinstance(inner, Message):
+            _add_message(out, inner, depth + 1, level)
+        return
+    file_type = file_type_for(PurePath(name or ""))
+    payload = part.get_payload(decode=True)
+    if not name or file_type is None or not isinstance(payload, bytes) or depth >= MAX_DEPTH:
+        return
+    try:
+        extracted, _ = extract_file(payload, file_type, name)
+    except Unextractable:
+        return  # an attachment that cannot be read does not cost the message
+    out.heading(name, level)
+    out.include(extracted, level)
+
+
+def _body(message: Message) -> tuple[str, bool] | None:
+    """The text body (plain preferred) and whether it is HTML."""
+    part = message.get_body(preferencelist=("plain", "html")) if isinstance(message, EmailMessage) else message
+    if part is None:
+        return None
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        return None
+    return _decode_part(payload, part.get_content_charset()), part.get_content_subtype() == "html"
+
+
+def _decode_part(payload: bytes, charset: str | None) -> str:
+    if charset:
+        name = _WIDER.get(charset.lower(), charset)
+        try:
+            return payload.decode(name)
+        except (LookupError, UnicodeDecodeError):
+            pass  # a mailer that declared the wrong charset
+    try:
+        return decode(payload).text
+    except UndecodableError:
+        return payload.decode("utf-8", errors="replace")
+
+
+def _header(message: Message, name: str) -> str:
+    """A header decoded (RFC 2047), on one line; '' when absent or beyond repair."""
+    try:
+        value = message.get(name)
+    except (ValueError, IndexError, TypeError):  # a malformed encoded word
+        value = message.get_all(name, [""])[0] if hasattr(message, "get_all") else ""
+    return " ".join(str(value or "").split())

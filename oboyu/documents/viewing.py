@@ -1,0 +1,62 @@
+"""The text a person is shown for an indexed file: what the indexer read from it, so that a
+result's lines (and its pages, slides, rows) point into what a preview or MCP `read` shows. For
+Markdown, text and code that is the file itself; for a PDF, a workbook or a mail, its extracted
+text, never the file's bytes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from oboyu.documents.decoding import read_regular_file
+from oboyu.documents.extract import (
+    SNIFF_BYTES,
+    Extracted,
+    Unextractable,
+    extract_file,
+    file_type_for,
+    part_location,
+    sniffed_type,
+    split_lines,
+    unsupported_reason,
+)
+from oboyu.errors import OboyuError
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A file's text as lines, its type, and where each part (page, slide, ...) starts."""
+
+    lines: list[str]
+    file_type: str
+    parts: list[tuple[int, str]]  # (first line, `p. 3`)
+
+
+def read_document(path: str | os.PathLike, max_bytes: int, file_type: str | None = None,
+                  follow_symlinks: bool = True) -> Shown:
+    """A file's text as the indexer extracts it; ordinary failures raise OboyuError, one line."""
+    try:
+        data, _ = read_regular_file(path, max_bytes, follow_symlinks)
+    except OSError as exc:
+        raise OboyuError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise OboyuError(f"{path} is larger than {max_bytes // (1024 * 1024)} MB")
+    name = Path(path)
+    kind = file_type or file_type_for(name)
+    if kind == "text" and not name.suffix:
+        kind = sniffed_type(data[:SNIFF_BYTES])
+    if kind is None:
+        raise OboyuError(f"{path}: {unsupported_reason(name) if name.suffix else 'not text'}")
+    try:
+        extracted, _ = extract_file(data, kind, name.name)
+    except Unextractable as exc:
+        raise OboyuError(f"{path}: {exc}") from exc
+    except Exception as exc:  # a reader's bug on a malformed file: said, not a crash of the app or server
+        raise OboyuError(f"cannot extract text from {path}: {type(exc).__name__}: {exc}") from exc
+    return Shown(split_lines(extracted.text), kind, _part_lines(extracted, kind))
+
+
+def _part_lines(extracted: Extracted, file_type: str) -> list[tuple[int, str]]:
+    return [(extracted.text.count("\n", 0, offset) + 1, part_location(file_type, number, number))
+            for offset, number in extracted.parts]
