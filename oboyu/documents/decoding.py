@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 
@@ -50,7 +51,7 @@ def decode(data: bytes) -> Decoded:
     # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its kanji-in escapes first
     if b"\x1b$" in data and any(esc in data for esc in _ISO2022_KANJI_IN) and max(data) < 0x80:
         try:
-            return Decoded(data.decode("iso2022_jp_ext"), "iso2022_jp")
+            return Decoded(decode_iso2022_jp(data), "iso2022_jp")
         except UnicodeDecodeError:
             pass
     try:
@@ -171,3 +172,46 @@ def read_regular_file(path: str | os.PathLike, max_bytes: int, follow_symlinks: 
     finally:
         os.close(fd)
     return data, info
+
+
+_ISO2022_MODE = re.compile(rb"\x1b(\$[@B]|\([BJI])")
+
+
+def decode_iso2022_jp(data: bytes) -> str:
+    """ISO-2022-JP as Japanese mailers write it: JIS X 0208 with the Windows extensions (①, ㈱,
+    Ⅲ in row 13, IBM kanji) that no Python codec accepts (CP50220 has no codec). Each JIS pair
+    becomes its Shift_JIS pair, and the whole is decoded as cp932; other escapes (JIS X 0212,
+    ISO-2022-JP-2) go to Python's codec."""
+    try:
+        return data.decode("iso2022_jp_ext")
+    except UnicodeDecodeError:
+        pass
+    if re.search(rb"\x1b(?!\$[@B]|\([BJI])", data):
+        return data.decode("iso2022_jp_2")
+    out = bytearray()
+    mode = b"(B"
+    pos = 0
+    for match in [*_ISO2022_MODE.finditer(data), None]:
+        end = match.start() if match else len(data)
+        segment = data[pos:end]
+        if mode in (b"$B", b"$@"):
+            for i in range(0, len(segment) - 1, 2):
+                out += _jis_to_sjis(segment[i], segment[i + 1])
+        elif mode == b"(I":  # half-width katakana
+            out += bytes(b + 0x80 for b in segment)
+        else:
+            out += segment
+        if match:
+            mode, pos = match.group(1), match.end()
+    return bytes(out).decode("cp932")
+
+
+def _jis_to_sjis(first: int, second: int) -> bytes:
+    if not (0x21 <= first <= 0x7E and 0x21 <= second <= 0x7E):
+        return bytes((first, second))  # a line break or stray byte inside the kanji run
+    lead = (first + 1) // 2 + (0x70 if first <= 0x5E else 0xB0)
+    if first % 2:
+        trail = second + (0x1F if second <= 0x5F else 0x20)
+    else:
+        trail = second + 0x7E
+    return bytes((lead, trail))

@@ -10,12 +10,13 @@ indexed as passages of their own, headed by their file names.
 from __future__ import annotations
 
 import email
-import email.policy
+import email.errors
+import email.header
 import re
-from email.message import EmailMessage, Message
+from email.message import Message
 from pathlib import PurePath
 
-from oboyu.documents.decoding import UndecodableError, decode
+from oboyu.documents.decoding import UndecodableError, decode, decode_iso2022_jp
 from oboyu.documents.extract import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.html import add_html
@@ -52,10 +53,9 @@ def extract_mbox(data: bytes) -> Extracted:
     return out.build()
 
 
-def _parse(data: bytes) -> EmailMessage:
-    message = email.message_from_bytes(data, policy=email.policy.default)
-    assert isinstance(message, EmailMessage)
-    return message
+def _parse(data: bytes) -> Message:
+    """The message with its headers as sent (compat32), so that we decode them ourselves."""
+    return email.message_from_bytes(data)
 
 
 def _add_message(out: TextBuilder, message: Message, depth: int, heading_level: int) -> None:
@@ -107,8 +107,13 @@ def _add_attachment(out: TextBuilder, part: Message, name: str | None, depth: in
 
 
 def _body(message: Message) -> tuple[str, bool] | None:
-    """The text body (plain preferred) and whether it is HTML."""
-    part = message.get_body(preferencelist=("plain", "html")) if isinstance(message, EmailMessage) else message
+    """The text body (the plain part, else the HTML one) and whether it is HTML."""
+    candidates = [
+        part for part in (message.walk() if message.is_multipart() else [message])
+        if part.get_content_type() in ("text/plain", "text/html")
+        and part.get_content_disposition() != "attachment" and not part.get_filename()
+    ]
+    part = next((p for p in candidates if p.get_content_type() == "text/plain"), candidates[0] if candidates else None)
     if part is None:
         return None
     payload = part.get_payload(decode=True)
@@ -119,6 +124,11 @@ def _body(message: Message) -> tuple[str, bool] | None:
 
 def _decode_part(payload: bytes, charset: str | None) -> str:
     if charset:
+        if charset.lower() in ("iso-2022-jp", "iso2022jp", "csiso2022jp"):
+            try:
+                return decode_iso2022_jp(payload)
+            except UnicodeDecodeError:
+                pass
         name = _WIDER.get(charset.lower(), charset)
         try:
             return payload.decode(name)
@@ -131,9 +141,18 @@ def _decode_part(payload: bytes, charset: str | None) -> str:
 
 
 def _header(message: Message, name: str) -> str:
-    """A header decoded (RFC 2047), on one line; '' when absent or beyond repair."""
+    """A header decoded (RFC 2047 encoded words, each with the charset it names), on one line."""
+    raw = message.get(name)
+    if raw is None:
+        return ""
+    if isinstance(raw, email.header.Header):
+        raw = str(raw)
     try:
-        value = message.get(name)
-    except (ValueError, IndexError, TypeError):  # a malformed encoded word
-        value = message.get_all(name, [""])[0] if hasattr(message, "get_all") else ""
-    return " ".join(str(value or "").split())
+        pieces = email.header.decode_header(raw)
+    except (ValueError, IndexError, TypeError, email.errors.HeaderParseError):
+        return " ".join(raw.split())
+    text = "".join(
+        _decode_part(value, charset) if isinstance(value, bytes) else value
+        for value, charset in pieces
+    )
+    return " ".join(text.split())
