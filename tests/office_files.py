@@ -67,6 +67,20 @@ def xlsx_bytes(sheets: dict[str, list[list]]) -> bytes:
     return out.getvalue()
 
 
+def xls_bytes(name: str, rows: list[list]) -> bytes:
+    """A legacy binary workbook (BIFF8, Excel 97-2003) written by xlwt."""
+    import xlwt
+
+    book = xlwt.Workbook(encoding="utf-8")
+    sheet = book.add_sheet(name)
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            sheet.write(r, c, value)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
 def pptx_bytes(slides: list[tuple[str, str, str]]) -> bytes:
     """Slides of (title, body, speaker notes)."""
     import pptx

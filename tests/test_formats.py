@@ -45,6 +45,11 @@ def test_xlsx_rows_as_header_value_pairs_with_sheet_headings_and_rows() -> None:
     assert extracted.parts_between(start, start + 3) == (3, 3)  # the sheet's row 3, as Excel numbers it
 
 
+def test_legacy_binary_xls_is_read() -> None:
+    text = text_of(make.xls_bytes("経費", [["日付", "内容", "金額"], ["2025-05-01", "タクシー代", 3200]]), "old.xls")
+    assert "経費" in text and "日付: 2025-05-01 | 内容: タクシー代 | 金額: 3200" in text
+
+
 def test_pptx_slides_titles_bodies_notes_as_parts() -> None:
     data = make.pptx_bytes([("新製品の企画", "ターゲットは二十代の会社員", "価格はまだ伝えない"), ("日程", "四月に試作、五月に量産", "")])
     extracted, _ = extract_file(data, "pptx", "plan.pptx")
@@ -237,3 +242,49 @@ def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, e
     whole = tools.read(str(manual))
     assert [p["location"] for p in whole["parts"]] == ["p. 1", "p. 2"]
     assert whole["text"].split("\n")[whole["parts"][1]["line"] - 1] == "両面印刷は設定画面で選ぶ。"
+
+
+def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(tmp_path: Path, embedder, monkeypatch) -> None:
+    import asyncio
+    import os
+    import sys
+
+    from oboyu.index.indexer import Indexer
+    from oboyu.tui.app import OboyuApp
+    from oboyu.tui.widgets import Preview
+
+    if sys.platform == "win32":
+        pytest.skip("Windows opens files with os.startfile")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    deck = folder / "企画.pptx"
+    deck.write_bytes(make.pptx_bytes([("表紙", "二〇二六年度の社内改善計画について、各部署から集めた提案をまとめた資料です。", ""), ("社員食堂の改善", "メニューに野菜中心の定食を加え、来月からは季節の果物も選べるようにする。", "")]))
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([folder])
+    # a stand-in for xdg-open / open that records what it was asked to open
+    bin_dir, opened = tmp_path / "bin", tmp_path / "opened.txt"
+    bin_dir.mkdir()
+    for tool in ("xdg-open", "open"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > '{opened}'\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder, mode="keyword")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press(*"野菜中心の定食")
+            for _ in range(400):
+                if "野菜中心の定食" in str(app.query_one("#preview-text").render()):
+                    break
+                await pilot.pause(0.05)
+            shown = str(app.query_one("#preview-text").render())
+            assert "メニューに野菜中心の定食を加え、" in shown and "PK" not in shown
+            assert str(app.query_one(Preview).border_title).endswith("企画.pptx · slide 2")
+            await pilot.press("enter", "e")  # to the preview, then open
+            for _ in range(100):
+                if opened.exists():
+                    break
+                await pilot.pause(0.05)
+
+    asyncio.run(run())
+    assert opened.read_text() == str(deck)

@@ -66,7 +66,7 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
 
             hits = payload(await client.call_tool("search", {"query": "議事録の共有", "k": 3}))
             assert hits[0]["path"] == str(root / "meeting.md")
-            assert set(hits[0]) == {"path", "start_line", "end_line", "heading", "snippet", "score"}
+            assert set(hits[0]) == {"path", "start_line", "end_line", "heading", "location", "snippet", "score"}
 
             only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))
             assert only_txt and all(h["path"].endswith(".txt") for h in only_txt)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pathspec
 
-from oboyu.documents.extract import file_type_for
+from oboyu.documents.extract import FORMAT_EXT, file_type_for
 from oboyu.errors import OboyuError
 
 # macOS and Windows name files case-insensitively: there `*.md` matches `todo.MD` as the Finder does
@@ -142,7 +142,7 @@ def make_filters(
     )
 
 
-KINDS = ("markdown", "text", "rst", "html", "pdf", "code")
+KINDS = tuple(sorted({"markdown", "text", "rst", "code", *FORMAT_EXT.values()}))  # the types documents are stored with
 
 
 def _known_type(name: str) -> bool:
