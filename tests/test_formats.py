@@ -10,6 +10,8 @@ from pathlib import Path
 
 import office_files as make  # tests/office_files.py
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oboyu.documents.extract import extract_file, file_type_for, unsupported_reason
 from oboyu.documents.viewing import read_document
@@ -141,6 +143,47 @@ def test_broken_encrypted_bomb_and_old_binary_files_say_why() -> None:
     assert reason(make.epub_bytes("x", [("a", "<p>b</p>")])[:200], "cut.epub").startswith("corrupt EPUB file")
     assert unsupported_reason(Path("old.doc")) == "old binary Word format: save it as .docx to index it"
     assert unsupported_reason(Path("old.ppt")) == "old binary PowerPoint format: save it as .pptx to index it"
+
+
+def real_samples() -> dict[str, bytes]:
+    """One small real file per reader, for the damage below."""
+    return {
+        "docx": make.docx_bytes("t", [("h", ["本文です。"])], table=[["a", "b"]], footnote_free_comment="c"),
+        "spreadsheet": make.xlsx_bytes({"s": [["a", "b"], [1, 2]]}),
+        "pptx": make.pptx_bytes([("t", "b", "n")]),
+        "odt": make.odt_bytes("h", ["p"], note="n"),
+        "odp": make.odp_bytes([("a", "b")]),
+        "epub": make.epub_bytes("b", [("c", "<p>x</p>")]),
+        "email": make.eml_with_attachment("s", "b", "a.docx", make.docx_bytes("t", [("h", ["x"])])),
+        "mbox": make.mbox_bytes([("a", "b")]),
+        "rtf": make.rtf_bytes("日本語"),
+        "notebook": make.notebook_bytes("# a", "b"),
+        "json": b'{"a": [1, {"b": "c"}]}',
+        "csv": b"a,b\r\n1,2\r\n",
+        "html": b"<html><body><p>x</p></body></html>",
+        "pdf": make.pdf_bytes_japanese(["あ"]),
+    }
+
+
+SAMPLES = real_samples()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(SAMPLES)), cut=st.floats(0.0, 1.0),
+       flips=st.lists(st.tuples(st.floats(0.0, 0.999), st.integers(0, 255)), max_size=8))
+def test_a_damaged_file_of_any_format_is_unextractable_with_a_reason_never_a_crash(kind: str, cut: float, flips) -> None:
+    """Truncated or bit-flipped real files (a broken download, a bad sector): the reader returns
+    text or says why it cannot, and raises nothing else."""
+    from oboyu.documents.extract import Unextractable
+
+    data = bytearray(SAMPLES[kind])
+    for where, value in flips:
+        data[int(where * len(data))] = value
+    data = data[: max(1, int(cut * len(data)))] if cut < 0.5 else data
+    try:
+        extract_file(bytes(data), kind, f"x.{kind}")
+    except Unextractable as exc:
+        assert str(exc)
 
 
 def test_web_page_chrome_is_left_out_and_meta_charset_is_honoured() -> None:

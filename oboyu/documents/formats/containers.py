@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 
 from lxml import etree
 
@@ -17,6 +18,10 @@ MAX_RATIO = 200  # unpacked / packed; real documents stay far below (XML packs a
 RATIO_CHECKED_FROM = 16 * 1024 * 1024  # small archives cannot blow up, whatever their ratio
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy Office files, and encrypted new ones
 _ENCRYPTED_STREAM = "EncryptedPackage".encode("utf-16-le")
+# what a damaged archive raises from zipfile and zlib (a bad header, a bad deflate stream, a seek
+# before the start, a compression method or version zipfile does not know)
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError,
+              NotImplementedError, RuntimeError)
 
 # entities are not expanded and nothing is fetched: XML from a file is data, not instructions
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, remove_comments=True,
@@ -32,8 +37,8 @@ def open_zip(data: bytes, kind: str) -> zipfile.ZipFile:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         entries = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
-        raise Unextractable(f"corrupt {kind} file: {exc}") from exc
+    except ZIP_ERRORS as exc:
+        raise Unextractable(f"corrupt {kind} file: {exc or type(exc).__name__}") from exc
     if len(entries) > MAX_ENTRIES:
         raise Unextractable(f"{kind} archive has {len(entries):,} entries (over {MAX_ENTRIES:,}: a zip bomb?)")
     unpacked = sum(e.file_size for e in entries)
@@ -54,8 +59,8 @@ def read_member(archive: zipfile.ZipFile, name: str, kind: str) -> bytes | None:
         return archive.read(name)
     except KeyError:
         return None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
-        raise Unextractable(f"corrupt {kind} file: {name}: {exc}") from exc
+    except ZIP_ERRORS as exc:
+        raise Unextractable(f"corrupt {kind} file: {name}: {exc or type(exc).__name__}") from exc
 
 
 def parse_xml(data: bytes, kind: str) -> etree._Element:

@@ -100,8 +100,8 @@ def _add_attachment(out: TextBuilder, part: Message, name: str | None, depth: in
         return
     try:
         extracted, _ = extract_file(payload, file_type, name)
-    except Unextractable:
-        return  # an attachment that cannot be read does not cost the message
+    except Exception:  # an attachment that cannot be read (for whatever reason) does not cost the message
+        return
     out.heading(name, level)
     out.include(extracted, level)
 
@@ -132,7 +132,7 @@ def _decode_part(payload: bytes, charset: str | None) -> str:
         name = _WIDER.get(charset.lower(), charset)
         try:
             return payload.decode(name)
-        except (LookupError, UnicodeDecodeError):
+        except (LookupError, UnicodeDecodeError, ValueError):  # ValueError: a charset name with a NUL
             pass  # a mailer that declared the wrong charset
     try:
         return decode(payload).text

@@ -5,13 +5,12 @@ headed by its title, its shapes in reading order (top to bottom, left to right),
 from __future__ import annotations
 
 import io
-import zipfile
 
 from lxml import etree
 
 from oboyu.documents.extract import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
-from oboyu.documents.formats.containers import local_name, open_zip
+from oboyu.documents.formats.containers import ZIP_ERRORS, local_name, open_zip
 from oboyu.documents.formats.word import OFFICE, TABLE, TEXT, core_title, odf_content, odf_text
 
 PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
@@ -23,11 +22,15 @@ def extract_pptx(data: bytes) -> Extracted:
     from pptx.exc import PackageNotFoundError
 
     archive = open_zip(data, ".pptx")  # the checks; python-pptx opens its own copy
-    try:
-        deck = Presentation(io.BytesIO(data))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
-        raise Unextractable(f"corrupt .pptx file: {exc}") from exc
     out = TextBuilder(core_title(archive, "docProps/core.xml", ".pptx"))
+    try:  # python-pptx reads parts as it goes: a damaged one surfaces anywhere below
+        _add_slides(out, Presentation(io.BytesIO(data)))
+    except (PackageNotFoundError, KeyError, AttributeError, etree.XMLSyntaxError, *ZIP_ERRORS) as exc:
+        raise Unextractable(f"corrupt .pptx file: {exc or type(exc).__name__}") from exc
+    return out.build()
+
+
+def _add_slides(out: TextBuilder, deck) -> None:
     for number, slide in enumerate(deck.slides, start=1):
         out.part(number)
         title_shape = slide.shapes.title
@@ -45,7 +48,6 @@ def extract_pptx(data: bytes) -> Extracted:
             notes = slide.notes_slide.notes_text_frame.text.strip()
             if notes:
                 out.paragraph(f"[notes] {notes}")
-    return out.build()
 
 
 def _shapes(shapes):
