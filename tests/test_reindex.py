@@ -203,7 +203,7 @@ def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: P
     assert pages == (1, 2)
     top = results[0]
     assert top.path.endswith("manual.pdf") and "restore" in top.snippet
-    assert top.location.startswith(str(docs / "manual.pdf") + " (p. ")
+    assert top.location == str(docs / "manual.pdf") + " (pp. 1-2)"  # one passage over both short pages
 
 
 def test_a_file_deleted_between_listing_and_reading_is_skipped_with_its_reason(
