@@ -30,7 +30,7 @@ class TextBuilder:
         self._blocks: list[Block] = []
         self._parts: list[tuple[int, int]] = []
         self._pos = 0
-        self._line = 1  # the line the next piece starts on
+        self._line = 1  # the last line of the text so far (1 before anything)
 
     def heading(self, text: str, level: int) -> None:
         self._add(tidy(text).replace("\n", " "), level=max(1, min(level, 9)), kind="heading")
