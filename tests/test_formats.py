@@ -278,7 +278,7 @@ def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, e
     db = tmp_path / "index.duckdb"
     Indexer(db, embedder).index([folder])
     tools = OboyuTools(db, embedder)
-    hit = tools.search("トナー交換の連絡先", "hybrid", 1, None, None, None)[0]
+    hit = tools.search("トナー交換の連絡先", "hybrid", 1, None, None, None)["results"][0]
     assert hit["location"] == "pp. 1-2"  # one passage over both short pages
     read = tools.read(str(manual), hit["start_line"], hit["end_line"])
     assert "トナー交換は総務に連絡する。" in read["text"] and "%PDF" not in read["text"]

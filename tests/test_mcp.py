@@ -64,14 +64,18 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert names == {"search", "read", "status"}  # no index tool unless allowed, none deletes
 
-            hits = payload(await client.call_tool("search", {"query": "議事録の共有", "k": 3}))
-            assert hits[0]["path"] == str(root / "meeting.md")
-            assert set(hits[0]) == {"path", "start_line", "end_line", "heading", "location", "snippet", "score"}
+            found = payload(await client.call_tool("search", {"query": "議事録の共有", "k": 3}))
+            hits = found["results"]
+            assert hits[0]["path"] == str(root / "meeting.md") and not found["no_good_match"]
+            assert set(hits[0]) == {"path", "start_line", "end_line", "heading", "location", "snippet", "confidence", "weak"}
+            assert 0 <= hits[0]["confidence"] <= 1 and not hits[0]["weak"]
 
-            only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))
+            only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))["results"]
             assert only_txt and all(h["path"].endswith(".txt") for h in only_txt)
-            exact = payload(await client.call_tool("search", {"query": "tomato", "mode": "keyword"}))
+            exact = payload(await client.call_tool("search", {"query": "tomato", "mode": "keyword"}))["results"]
             assert [h["path"] for h in exact] == [str(root / "sub" / "garden.txt")]
+            nothing = payload(await client.call_tool("search", {"query": "肉じゃがの味付けのコツ", "k": 3}))
+            assert nothing["no_good_match"] and all(h["weak"] for h in nothing["results"])
             assert "unknown mode" in error_text(await client.call_tool("search", {"query": "x", "mode": "fuzzy"}))
 
             text = payload(await client.call_tool("read", {"path": str(root / "meeting.md"), "start_line": 3, "end_line": 3}))
@@ -122,7 +126,7 @@ def test_oboyu_mcp_over_stdio_writes_nothing_outside_its_dirs(indexed: tuple[Pat
 
     async def session() -> None:
         async with Client(params) as client:
-            hits = payload(await client.call_tool("search", {"query": "tomato plants", "k": 1}))
+            hits = payload(await client.call_tool("search", {"query": "tomato plants", "k": 1}))["results"]
             assert hits[0]["path"] == str(root / "sub" / "garden.txt")
             assert payload(await client.call_tool("read", {"path": hits[0]["path"]}))["text"].startswith("Water")
 

@@ -203,7 +203,7 @@ def test_special_files_never_stall_indexing_or_mcp(tmp_path: Path, embedder: Emb
     (root / "fifo.md").unlink()
     os.mkfifo(root / "fifo.md")  # still indexed: `read` must refuse it at once, 50 times over
     tools = OboyuTools(db, embedder)
-    assert all("secret" not in hit["path"] for hit in tools.search("議事録の秘密", k=10))
+    assert all("secret" not in hit["path"] for hit in tools.search("議事録の秘密", k=10)["results"])
     server = build_server(tools)
 
     async def calls() -> None:

@@ -49,14 +49,20 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--mode", type=click.Choice(MODES), default=None,
               help="Meaning (vector), words (keyword), or both fused (default: hybrid, or query.mode in the settings).")
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
-@click.option("--explain", is_flag=True, help="Show each leg's rank and score for every result.")
+@click.option("--explain", is_flag=True, help="Show each leg's rank and score, and the evidence of the confidence.")
+@click.option("--all", "show_all", is_flag=True,
+              help="List every ranked result, weak matches too (by default only confident ones are shown).")
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read one query a line; write one JSON line of results each.")
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the best passages with the installed reranker (default: when one is installed).")
 def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths: tuple[str, ...], types: str | None,
           since: str | None, until: str | None, roots: tuple[str, ...], mode: str | None, by_chunk: bool, explain: bool,
-          from_stdin: bool, rerank: bool | None) -> None:
-    """Search the index."""
+          from_stdin: bool, rerank: bool | None, show_all: bool) -> None:
+    """Search the index.
+
+    Each result's score is its confidence: the estimated probability that it is what you asked
+    for. Results under the weak-match line are left out unless --all; when none is left, oboyu
+    says "no good match" (exit 1)."""
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 
@@ -76,17 +82,29 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
             results = search(store, embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,
                              reranker=reranker)
     if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
-        _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk)
+        _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,
+                      show_all)
         return
+    shown = results if show_all else [r for r in results if not r.weak]
     if as_json:
-        sys.stdout.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2)) + "\n")
+        sys.stdout.write(json_safe(json.dumps([r.to_json() for r in shown], ensure_ascii=False, indent=2)) + "\n")
     else:
-        _print_results(results, explain)
-    if not results:
+        _print_results(shown, explain)
+    if not shown:
+        _say_no_match(clean_input(text or ""), results)
         raise SystemExit(EXIT_NO_RESULTS)
 
 
-def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: bool) -> None:
+def _say_no_match(question: str, results: list[Result]) -> None:
+    if not results:
+        click.echo("no results", err=True)
+        return
+    closest = results[0]
+    click.echo(f'no good match for "{visible(question)}" (closest: {visible(closest.location)}, confidence {closest.score:.2f}; '
+               "--all lists the weak matches)", err=True)
+
+
+def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: bool, show_all: bool) -> None:
     """One JSON array a line of standard input, always: a blank or failing line gets `[]`, and its
     error goes to stderr as a JSON object with the line's number, so answers stay aligned with
     questions. Lines are read as bytes; what is not UTF-8 becomes U+FFFD."""
@@ -95,7 +113,7 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: b
         question = raw.decode("utf-8", "replace").strip()
         results: list[Result] = []
         try:
-            results = live.search(question, mode, k, filters, group).results
+            results = [r for r in live.search(question, mode, k, filters, group).results if show_all or not r.weak]
         except OboyuError as exc:
             err.write(json_safe(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False)) + "\n")
             err.flush()
@@ -108,7 +126,8 @@ def _print_results(results: list[Result], explain: bool) -> None:
     colour = _colour(out)
     for r in results:
         location = visible(r.location)
-        out.write(f"{r.rank:>2}. {r.score:.3f}  {click.style(location, bold=True) if colour else location}\n")
+        weak = "  (weak)" if r.weak else ""
+        out.write(f"{r.rank:>2}. {r.score:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
         heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
@@ -120,9 +139,8 @@ def _print_results(results: list[Result], explain: bool) -> None:
                 f"{leg} rank {r.ranks[leg] if r.ranks[leg] else '-'} score {r.leg_scores[leg] if r.leg_scores[leg] is not None else '-'}"
                 for leg in r.ranks
             )
-            out.write(f"    [{r.mode}: {legs}]\n")
-    if not results:
-        click.echo("no results", err=True)
+            evidence = ", ".join(f"{name} {value:g}" for name, value in r.evidence.items())
+            out.write(f"    [{r.mode}: {legs}; fused {r.fused:g}; evidence: {evidence}]\n")
 
 
 @click.command("eval")
@@ -134,10 +152,14 @@ def _print_results(results: list[Result], explain: bool) -> None:
               help="Modes to measure (default: all three); repeatable.")
 @db_option
 @click.option("--model", metavar="ID", help="Embed with this installed model (default: the --db index's, or the default model).")
+@click.option("--absent", "absent_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Questions the documents cannot answer (JSON lines: query): report how often each mode says "
+                   "\"no good match\" to them.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | None, model: str | None,
-                 as_json: bool) -> None:
-    """Measure search quality: Recall@1, Recall@10, MRR@10, nDCG@10 and latency per mode.
+                 absent_file: Path | None, as_json: bool) -> None:
+    """Measure search quality: Recall@1, Recall@10, MRR@10, nDCG@10 and latency per mode, and
+    how often a query gets "no good match" (wrongly; and rightly, for --absent questions).
 
     Indexes the documents' text into a temporary index, or into --db (reused when it exists)."""
     import dataclasses
@@ -145,9 +167,10 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
 
     from oboyu.index.store import Store
     from oboyu.models.loading import load_embedder
-    from oboyu.search.evaluate import evaluate, index_corpus, read_queries, write_corpus
+    from oboyu.search.evaluate import evaluate, index_corpus, read_absent, read_queries, write_corpus
 
     query_list = read_queries(queries)
+    absent = read_absent(absent_file) if absent_file else None
     progress = ProgressLine()
     embedder = load_embedder(index_model(db) if db else None, model, progress)
     with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
@@ -163,13 +186,15 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
                     f"indexed {count} documents, {chunks} chunks in {stats.seconds:.1f}s "
                     f"({chunks / max(stats.seconds, 1e-9):.1f} chunks/s)"
                 )
-            scores = evaluate(store, embedder, query_list, list(modes) or list(MODES))
+            scores = evaluate(store, embedder, query_list, list(modes) or list(MODES), absent)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
         return
-    click.echo(f"{'mode':<8} {'queries':>7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8} {'p50 ms':>7} {'p95 ms':>7}")
+    click.echo(f"{'mode':<8} {'queries':>7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8} {'p50 ms':>7} {'p95 ms':>7}"
+               f" {'no match':>8}" + (f" {'absent caught':>13}" if absent is not None else ""))
     for s in scores:
         click.echo(
             f"{s.mode:<8} {s.queries:>7} {s.recall_at_1:6.3f} {s.recall_at_10:6.3f} {s.mrr_at_10:7.3f} "
-            f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f}"
+            f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f} {s.present_no_match:8.1%}"
+            + (f" {s.absent_no_match:13.1%}" if s.absent_no_match is not None else "")
         )

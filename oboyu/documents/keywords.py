@@ -1,8 +1,13 @@
 """Words for keyword search: MeCab (fugashi + unidic-lite) for Japanese, light stemming for English.
 
 Text is NFKC-normalised and lower-cased; punctuation, symbols, particles and auxiliary verbs are
-dropped (they carry no topic and make the longest posting lists); verbs and adjectives are
-indexed in their dictionary form (開かれた → 開く) so inflections meet; single-kanji words stay.
+dropped (they carry no topic and make the longest posting lists); single-kanji words stay.
+
+Japanese spellings of one word meet: each word is indexed as UniDic's lemma, which folds
+inflections (開かれた → 開く), okurigana (引越し → 引っ越し), old kanji (學校 → 学校), long-vowel
+variants (コンピュータ → コンピューター) and loanwords in hiragana (かれー → カレー); what the dictionary
+does not know is folded from katakana to hiragana, and a hiragana run with a long-vowel mark
+(みーてぃんぐ) is read as the katakana word it spells before tagging.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ import unicodedata
 from collections import Counter
 
 _DROP_POS = {"助詞", "助動詞", "補助記号", "記号", "空白"}
-_INFLECTED_POS = {"動詞", "形容詞", "形状詞"}
 _ASCII_WORD = re.compile(r"[a-z][a-z0-9_]*")
 _PUNCT_ONLY = re.compile(r"^[\W_]+$")
 
@@ -62,6 +66,35 @@ def words(text: str) -> list[str]:
     return [term for term, _, _ in _terms_with_spans(unicodedata.normalize("NFKC", text).lower())]
 
 
+# すーぱー, みーてぃんぐ: hiragana, a long-vowel mark, maybe more (not the tail of a katakana word)
+_HIRAGANA_LOANWORD = re.compile(r"(?<![\u30a0-\u30ff])[\u3041-\u3096]+ー[\u3041-\u3096ー]*")
+_KATAKANA_TO_HIRAGANA = {code: code - 0x60 for code in range(0x30A1, 0x30F7)}
+
+
+def _as_katakana(match: re.Match) -> str:
+    return "".join(chr(ord(ch) + 0x60) if "\u3041" <= ch <= "\u3096" else ch for ch in match.group())
+
+
+def _base_form(word: str, feature: list[str]) -> str:
+    """The lemma, unless it puts kanji on a word written in kana: the lemma of ため is 為 and of
+    はい a counter (杯), which would merge function words with words of meaning; those keep their
+    dictionary form as written (する, ある)."""
+    lemma = feature[7].split("-", 1)[0] if len(feature) > 7 and feature[7] not in ("", "*") else ""
+    if lemma and (_KANJI.search(word) or not _KANJI.search(lemma)):
+        return unicodedata.normalize("NFKC", lemma).lower()
+    if len(feature) > 10 and feature[10] not in ("", "*"):
+        return unicodedata.normalize("NFKC", feature[10]).lower()
+    return word
+
+
+_KANJI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def fold_kana(word: str) -> str:
+    """Katakana as hiragana, so that spellings the dictionary does not know still meet."""
+    return word.translate(_KATAKANA_TO_HIRAGANA)
+
+
 def match_spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
     """Character spans of `text` whose words are among `terms` (for highlighting)."""
     if not terms:
@@ -89,7 +122,8 @@ def _terms_with_spans(text: str) -> list[tuple[str, int, int]]:
     so spans refer to `text` as given."""
     out = []
     pos = 0
-    for token in _tagger()(text):
+    # same length, so spans still refer to `text`
+    for token in _tagger()(_HIRAGANA_LOANWORD.sub(_as_katakana, text) if "ー" in text else text):
         pos += len(token.white_space)
         surface = token.surface
         start, pos = pos, pos + len(surface)
@@ -97,14 +131,16 @@ def _terms_with_spans(text: str) -> list[tuple[str, int, int]]:
         if not word or _PUNCT_ONLY.match(word):
             continue
         # the raw feature line, not fugashi's named tuple (twice as fast): unidic's part of
-        # speech first, the dictionary form eleventh; fields with commas are never these
+        # speech first, the lemma eighth (`カレー-curry` for a loanword), the dictionary form in the
+        # text's own spelling eleventh; fields with commas are never these
         feature = token.feature_raw.split(",", 11)
         pos_tag = feature[0]
         if pos_tag in _DROP_POS:
             continue
-        if pos_tag in _INFLECTED_POS and len(feature) > 10 and feature[10] not in ("", "*"):
-            word = unicodedata.normalize("NFKC", feature[10]).lower()
-        out.append((stem(word), start, pos))
+        if word.isascii():
+            out.append((stem(word), start, pos))
+            continue
+        out.append((fold_kana(_base_form(word, feature)), start, pos))
     return out
 
 

@@ -3,7 +3,8 @@ has one migration, numbered by the version it brings the file to, run in order i
 
 Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
 of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
-link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts. The embeddings table is made when the index's model is set (its width is the model's).
+link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
+6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana). The embeddings table is made when the index's model is set (its width is the model's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from oboyu.index.records import Root, keyword_text
 if TYPE_CHECKING:
     from oboyu.index.store import Store
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -49,10 +50,14 @@ def create(store: Store) -> None:
 
 def migrate_to_2(store: Store) -> None:
     """The keyword index, built from the stored chunk texts."""
+    store.con.execute(_KEYWORDS)
+    _index_keywords(store)
+
+
+def _index_keywords(store: Store) -> None:
     rows = store.con.execute(
         "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
     ).fetchall()
-    store.con.execute(_KEYWORDS)
     store.insert_keywords([(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows])
 
 
@@ -77,7 +82,17 @@ def migrate_to_5(store: Store) -> None:
     store.con.execute("UPDATE documents SET sha256 = '', mtime_ns = -1 WHERE file_type = 'html'")
 
 
-MIGRATIONS: dict[int, Callable[[Store], None]] = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
+def migrate_to_6(store: Store) -> None:
+    """The keyword index made anew from the stored chunk texts: its words are now folded
+    (引越し and 引っ越し, コンピュータ and コンピューター, みーてぃんぐ and ミーティング meet)."""
+    store.con.execute("DELETE FROM kw_postings")
+    store.con.execute("DELETE FROM kw_lengths")
+    _index_keywords(store)
+
+
+MIGRATIONS: dict[int, Callable[[Store], None]] = {
+    2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
+}
 
 
 def migrate(store: Store, version: int) -> None:

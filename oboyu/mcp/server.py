@@ -54,7 +54,7 @@ class OboyuTools:
         self.live = LiveIndex(self.db_path, self.embedder, self.reranker, read_wait=READ_WAIT_SECONDS)
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
-               type: str | None = None, since: str | None = None) -> list[dict[str, Any]]:
+               type: str | None = None, since: str | None = None) -> dict[str, Any]:
         if not query.strip():
             raise RefusedError("query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -66,11 +66,13 @@ class OboyuTools:
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
         roots = self.live.file_roots()
         results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
-        return [
+        hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
-             "location": r.part or None, "snippet": r.snippet, "score": r.score}
+             "location": r.part or None, "snippet": r.snippet, "confidence": r.score, "weak": r.weak}
             for r in results
         ]
+        # every result weak: the folder most likely does not hold the answer, and the assistant should say so
+        return {"no_good_match": all(r.weak for r in results), "results": hits}
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         real = self._indexed_real_path(path)
@@ -169,10 +171,12 @@ def build_server(tools: OboyuTools):
             raise ToolError(str(exc)) from None
 
     @server.tool(description="Search indexed documents; one result per file: path, line range, heading, location "
-                 "(page, slide, rows, ... in a PDF, Office file or book), snippet, score. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
+                 "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
+                 "probability that it answers the query) and weak (under the line of a good match). no_good_match: "
+                 "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
                  "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
     def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
-               since: str | None = None) -> list[dict[str, Any]]:
+               since: str | None = None) -> dict[str, Any]:
         return call(tools.search, query, mode, k, path, type, since)
 
     @server.tool(description="Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "

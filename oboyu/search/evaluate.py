@@ -44,6 +44,8 @@ class ModeScores:
     ndcg_at_10: float
     latency_p50_ms: float
     latency_p95_ms: float
+    present_no_match: float = 0.0  # share of the queries answered "no good match" (wrongly)
+    absent_no_match: float | None = None  # share of the absent questions answered so (rightly); None: none given
 
 
 def _open_text(path: Path):
@@ -95,19 +97,31 @@ def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: Progr
     return Indexer(store, embedder, progress).index([folder])
 
 
-def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str]) -> list[ModeScores]:
+def read_absent(path: Path) -> list[str]:
+    """Questions the documents cannot answer (JSON lines with `query`)."""
+    questions = [str(row.get("query") or "") for row in read_jsonl(path)]
+    if not all(questions):
+        raise OboyuError(f"{path}: each line needs `query`")
+    return questions
+
+
+def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str],
+             absent: list[str] | None = None) -> list[ModeScores]:
     """Metrics per mode; the index is held in memory, as a long-lived process would (the store
-    is open read-only throughout, so nothing can change it between queries)."""
+    is open read-only throughout, so nothing can change it between queries). With absent
+    questions, also how often each mode rightly says "no good match" to them."""
     resident = ResidentIndex().refresh(store)
     out = []
     for mode in modes:
         hits1 = hits10 = 0.0
         mrr = ndcg = 0.0
         latencies = []
+        no_match = 0
         for q in queries:
             started = time.perf_counter()
             results = search(resident, embedder, q.text, CUTOFF, mode=mode)
             latencies.append(time.perf_counter() - started)
+            no_match += all(r.weak for r in results)
             ranked = [doc_id_of(r.path) for r in results]
             found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]
             hits1 += 1.0 if found and found[0] == 1 else 0.0
@@ -116,11 +130,15 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
             ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(q.relevant), CUTOFF) + 1))
             ndcg += sum(1 / math.log2(i + 1) for i in found) / ideal
         n = len(queries) or 1
+        caught = None
+        if absent is not None:
+            caught = sum(all(r.weak for r in search(resident, embedder, q, CUTOFF, mode=mode)) for q in absent) / (len(absent) or 1)
         out.append(
             ModeScores(
                 mode, len(queries), hits1 / n, hits10 / n, mrr / n, ndcg / n,
                 statistics.median(latencies) * 1000 if latencies else 0.0,
                 p95(latencies) * 1000 if latencies else 0.0,
+                no_match / n, caught,
             )
         )
     return out

@@ -14,6 +14,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.search.confidence import gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import Ranker, Scores, SqlRanker
@@ -30,7 +31,7 @@ RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
 @dataclass
 class Result:
     rank: int
-    score: float
+    score: float  # the confidence: the estimated probability that the result is relevant (`search.confidence`)
     path: str
     start_line: int
     end_line: int
@@ -46,6 +47,9 @@ class Result:
     page_start: int | None = None  # the parts of the passage: pages, slides, rows, ... (`part`)
     page_end: int | None = None
     file_type: str = ""
+    weak: bool = False  # its confidence is under the weak-match threshold
+    evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
+    fused: float = 0.0  # the mode's ranking score (fusion of the legs), which orders the results
 
     @property
     def part(self) -> str:
@@ -106,6 +110,9 @@ def search(
     else:
         chosen, others = fused[:k], {}
     hits = ranker.chunks_by_id([cid for cid, _ in chosen])
+    evidence = gather(legs.get("vector", []), ranker.terms_in(list(hits), terms), terms, ranker.term_rarity(terms),
+                      reference_for(indexed_with))
+    judge, features = model_for(indexed_with, mode)
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
@@ -114,15 +121,18 @@ def search(
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
+        confidence = judge.probability(evidence[cid].vector(features))
         results.append(
             Result(
-                rank=rank, score=round(float(score), 4), path=hit.path, start_line=hit.start_line,
+                rank=rank, score=round(confidence, 4), path=hit.path, start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
                 snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type,
+                file_type=hit.file_type, weak=confidence < judge.threshold,
+                evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
+                fused=round(float(score), 4),
             )
         )
     return results

@@ -9,6 +9,7 @@ the keyword postings (any query term may match), best first, ties by chunk id.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -29,6 +30,11 @@ _MATCHED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (index, generation,
 Scores = list[tuple[str, float]]  # (chunk id, score), best first
 
 
+def idf(total: int, df: int) -> float:
+    """BM25's inverse document frequency, as both rankers compute it."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
 class Ranker(Protocol):
     def model_id(self) -> str | None:
         """The model the ranked vectors came from (None: an empty index)."""
@@ -43,6 +49,12 @@ class Ranker(Protocol):
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         """Display fields of these chunks."""
+
+    def term_rarity(self, terms: list[str]) -> dict[str, float]:
+        """Each term's BM25 idf in the whole index (a term no chunk holds: the highest)."""
+
+    def terms_in(self, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
+        """Which of the terms each chunk holds (its title and heading count)."""
 
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         """chunk id -> path of its file."""
@@ -95,6 +107,29 @@ class SqlRanker:
                 """,
                 [*params, int(n)],
             ).fetchall()
+
+    def term_rarity(self, terms: list[str]) -> dict[str, float]:
+        terms = sorted(set(terms))
+        if not terms:
+            return {}
+        (total,) = self.con.execute("SELECT count(*) FROM kw_lengths").fetchone() or (0,)
+        placeholders = ", ".join("?" for _ in terms)
+        found = dict(self.con.execute(
+            f"SELECT term, count(*) FROM kw_postings WHERE term IN ({placeholders}) GROUP BY term", terms
+        ).fetchall())
+        return {t: idf(total, found.get(t, 0)) for t in terms}
+
+    def terms_in(self, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
+        held: dict[str, set[str]] = {cid: set() for cid in ids}
+        if not ids or not terms:
+            return held
+        placeholders = ", ".join("?" for _ in set(terms))
+        for cid, term in self.con.execute(
+            f"SELECT chunk_id, term FROM kw_postings WHERE chunk_id IN ({sql_strings(ids)}) AND term IN ({placeholders})",
+            sorted(set(terms)),
+        ).fetchall():
+            held[cid].add(term)
+        return held
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
         terms = sorted(set(terms))

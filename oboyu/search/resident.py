@@ -12,7 +12,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit
 from oboyu.index.store import Store
 from oboyu.search.filters import Filters
-from oboyu.search.rankers import BM25_B, BM25_K1, Scores, SqlRanker
+from oboyu.search.rankers import BM25_B, BM25_K1, Scores, SqlRanker, idf
 
 
 class ResidentIndex:
@@ -86,10 +86,26 @@ class ResidentIndex:
             if term not in self.postings:
                 continue
             rows, tf = self.postings[term]
-            idf = np.log(1 + (total - len(rows) + 0.5) / (len(rows) + 0.5))
-            scores[rows] += idf * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
+            scores[rows] += idf(total, len(rows)) * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
             hit[rows] = True
         return self._top(scores, n, hit)
+
+    def term_rarity(self, terms: list[str]) -> dict[str, float]:
+        total = len(self.chunk_ids)
+        return {t: idf(total, len(self.postings[t][0]) if t in self.postings else 0) for t in set(terms)}
+
+    def terms_in(self, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
+        # rows are in chunk-id order, as the snapshot sorted them
+        found: list[int] = np.searchsorted(self.chunk_ids, ids).tolist() if len(self.chunk_ids) else []
+        rows = {cid: int(row) for cid, row in zip(ids, found) if row < len(self.chunk_ids) and self.chunk_ids[row] == cid}
+        held: dict[str, set[str]] = {cid: set() for cid in ids}
+        for term in set(terms):
+            if term in self.postings:
+                inside = set(self.postings[term][0][np.isin(self.postings[term][0], list(rows.values()))].tolist())
+                for cid, row in rows.items():
+                    if row in inside:
+                        held[cid].add(term)
+        return held
 
     def _top(self, scores: np.ndarray, n: int, eligible: np.ndarray | None) -> Scores:
         """The n best rows among the eligible ones (all when None)."""

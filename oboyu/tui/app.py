@@ -201,7 +201,9 @@ class OboyuApp(App):
             self.refresh_summary()
         results = self.query_one("#results", ResultList)
         results.show(outcome.results)
-        results.border_title = f"Results · {len(outcome.results)}" + (" · index busy, last loaded state" if outcome.stale else "")
+        good = sum(not r.weak for r in outcome.results)
+        results.border_title = f"Results · {good}" + (f" (+{len(outcome.results) - good} weak)" if good < len(outcome.results) else "") \
+            + (" · index busy, last loaded state" if outcome.stale else "")
         if not outcome.results:
             self.query_one("#preview", Preview).clear("No results.")
         self.update_status()
@@ -246,11 +248,7 @@ class OboyuApp(App):
     # --- actions -----------------------------------------------------------------------------
 
     def action_move(self, delta: int) -> None:
-        results = self.query_one("#results", ResultList)
-        if not results.option_count:
-            return
-        current = results.highlighted if results.highlighted is not None else -1
-        results.highlighted = max(0, min(results.option_count - 1, current + delta))
+        self.query_one("#results", ResultList).step(delta)
 
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Group
 from rich.style import Style
+from rich.styled import Styled
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -58,21 +59,39 @@ def result_prompt(result: Result) -> Group:
 
 
 class ResultList(OptionList):
-    """The ranked files (or passages); highlighting one shows it in the preview."""
+    """The ranked files (or passages); highlighting one shows it in the preview. Weak matches
+    (under the confidence line) come after the others, dimmed, under a divider that cannot be
+    highlighted, which says "no good match" when they are all there is."""
 
     results: list[Result] = []
 
     def show(self, results: list[Result]) -> None:
-        self.results = results
-        self.set_options(Option(result_prompt(r), id=r.chunk_id) for r in results)
+        strong = [r for r in results if not r.weak]
+        weak = [r for r in results if r.weak]
+        self.results = strong + weak
+        options = [Option(result_prompt(r), id=r.chunk_id) for r in strong]
+        if weak:
+            label = "weak matches" if strong else "no good match · the closest, weak"
+            options.append(Option(Text(f"── {label} ──", style="dim italic"), disabled=True))
+            options += [Option(Styled(result_prompt(r), "dim"), id=r.chunk_id) for r in weak]
+        self.set_options(options)
         if results:
-            self.highlighted = 0
+            self.highlighted = 0 if strong else 1
+
+    def step(self, delta: int) -> None:
+        """Move the highlight by delta results, over the divider."""
+        enabled = [i for i in range(self.option_count) if not self.get_option_at_index(i).disabled]
+        if not enabled:
+            return
+        now = enabled.index(self.highlighted) if self.highlighted in enabled else -1
+        self.highlighted = enabled[max(0, min(len(enabled) - 1, now + delta))]
 
     @property
     def current(self) -> Result | None:
-        if self.highlighted is None or not 0 <= self.highlighted < len(self.results):
+        if self.highlighted is None or not 0 <= self.highlighted < self.option_count:
             return None
-        return self.results[self.highlighted]
+        chosen = self.get_option_at_index(self.highlighted).id
+        return next((r for r in self.results if r.chunk_id == chosen), None)
 
 
 def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[tuple[int, int]]],

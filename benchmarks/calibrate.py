@@ -1,0 +1,203 @@
+"""Fit the confidence model (`oboyu/search/confidence.py`) on the development sets and write
+`oboyu/search/calibration.json`: per mode, logistic weights over the evidence of each result,
+and the weak-match threshold; plus a reliability diagram (predicted confidence against observed
+precision) as Markdown and SVG under benchmarks/results/.
+
+    .venv/bin/python benchmarks/calibrate.py [--sets personal debian-reference manpages-ja] [--write]
+
+Each set is indexed once into --db-dir (the same files `oboyu eval --db` makes; reused when
+present). Every query of each set, and the `absent.jsonl` questions where a set has them, is run
+in each mode; each of the top 10 results is one example, relevant or not (an absent question's
+results are all not). The threshold is the highest value under which at most 5% of the present
+queries of each set would have no result ("no good match" wrongly); the script reports the share
+of absent questions it catches. Refit whenever the default model changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from oboyu.index.store import Store
+from oboyu.models.loading import load_default_embedder
+from oboyu.progress import ProgressLine
+from oboyu.search import confidence
+from oboyu.search.confidence import FEATURES, Model
+from oboyu.search.evaluate import Query, doc_id_of, index_corpus, read_jsonl, read_queries, write_corpus
+from oboyu.search.query import CANDIDATES, MODES, search
+from oboyu.search.resident import ResidentIndex
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV = ROOT.parent / "shared" / "eval" / "dev"
+TABLE = ROOT / "oboyu" / "search" / "calibration.json"
+RESULTS = ROOT / "benchmarks" / "results"
+MAX_PRESENT_FLAGGED = 0.05
+
+
+@dataclass
+class Example:
+    set: str
+    query: str
+    absent: bool
+    rank: int
+    features: dict[str, float]
+    relevant: bool
+
+
+def open_set(name: str, db_dir: Path, embedder) -> Store:
+    db = db_dir / f"eval-{name}.duckdb"
+    if not db.exists():
+        with tempfile.TemporaryDirectory() as folder, Store(db) as store:
+            write_corpus(DEV / name / "docs.jsonl.gz", Path(folder) / "docs")
+            index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
+    return Store(db, read_only=True)
+
+
+def absent_queries(name: str) -> list[Query]:
+    path = DEV / name / "absent.jsonl"
+    return [Query(str(row.get("id")), row["query"], frozenset()) for row in read_jsonl(path)] if path.exists() else []
+
+
+def examples_of(name: str, store: Store, embedder, mode: str) -> list[Example]:
+    resident = ResidentIndex().refresh(store)
+    out = []
+    for query in [*read_queries(DEV / name / "queries.jsonl"), *absent_queries(name)]:
+        for result in search(resident, embedder, query.text, 10, mode=mode):
+            out.append(Example(name, query.text, not query.relevant, result.rank, result.evidence,
+                               doc_id_of(result.path) in query.relevant))
+    return out
+
+
+def typical_pool(stores: dict[str, Store], embedder) -> dict[str, float]:
+    """The mean and standard deviation of a vector leg's candidate cosines, averaged over every
+    query of every set: what a query's candidates look like when nothing stands out."""
+    means, spreads = [], []
+    for name, store in stores.items():
+        resident = ResidentIndex().refresh(store)
+        questions = [q.text for q in [*read_queries(DEV / name / "queries.jsonl"), *absent_queries(name)]]
+        for vector in embedder.embed_queries(questions):
+            values = [score for _, score in resident.vector_scores(vector, CANDIDATES)]
+            means.append(float(np.mean(values)))
+            spreads.append(float(np.std(values)))
+    return {"mean": round(float(np.mean(means)), 5), "std": round(float(np.mean(spreads)), 5)}
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, rounds: int = 100) -> tuple[np.ndarray, float]:
+    """Weights and bias by Newton's method (IRLS), a little L2 for stability."""
+    design = np.c_[x, np.ones(len(x))]
+    w = np.zeros(design.shape[1])
+    for _ in range(rounds):
+        p = 1 / (1 + np.exp(-np.clip(design @ w, -40, 40)))
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(len(w))
+        step = np.linalg.solve(hessian, design.T @ (p - y) + l2 * w)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def top_confidences(examples: list[Example], model: Model, mode: str) -> dict[tuple[str, str, bool], float]:
+    """(set, query, absent) -> the confidence of its first result."""
+    return {(e.set, e.query, e.absent): model.probability([e.features[f] for f in FEATURES[mode]])
+            for e in examples if e.rank == 1}
+
+
+def choose_threshold(tops: dict[tuple[str, str, bool], float]) -> float:
+    """The highest threshold leaving at most 5% of each set's present queries without a result."""
+    limits = []
+    for name in sorted({key[0] for key in tops}):
+        present = sorted(v for (s, _, absent), v in tops.items() if s == name and not absent)
+        if present:
+            limits.append(present[int(MAX_PRESENT_FLAGGED * len(present))])
+    return min(limits) if limits else 0.5
+
+
+def reliability(examples: list[Example], model: Model, mode: str, bins: int = 10) -> list[tuple[float, float, float, int]]:
+    """(low, high, observed precision, examples) per confidence bin."""
+    predicted = np.array([model.probability([e.features[f] for f in FEATURES[mode]]) for e in examples])
+    truth = np.array([e.relevant for e in examples], dtype=float)
+    rows = []
+    for i in range(bins):
+        low, high = i / bins, (i + 1) / bins
+        inside = (predicted >= low) & ((predicted < high) | (i == bins - 1))
+        if inside.any():
+            rows.append((low, high, float(truth[inside].mean()), int(inside.sum())))
+    return rows
+
+
+def svg_diagram(curves: dict[str, list[tuple[float, float, float, int]]]) -> str:
+    size, pad = 320, 40
+    colours = {"hybrid": "#d62728", "vector": "#1f77b4", "keyword": "#2ca02c"}
+
+    def xy(px: float, py: float) -> str:
+        return f"{pad + px * size:.1f},{pad + (1 - py) * size:.1f}"
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 2 * pad + 110}" height="{size + 2 * pad}" font-family="sans-serif" font-size="11">',
+             f'<rect x="{pad}" y="{pad}" width="{size}" height="{size}" fill="none" stroke="#999"/>',
+             f'<polyline points="{xy(0, 0)} {xy(1, 1)}" stroke="#bbb" stroke-dasharray="4"/>',
+             f'<text x="{pad + size / 2 - 60}" y="{size + pad + 28}">predicted confidence</text>',
+             f'<text x="8" y="{pad - 10}">observed precision</text>']
+    for i, (mode, rows) in enumerate(curves.items()):
+        points = " ".join(xy((low + high) / 2, precision) for low, high, precision, _ in rows)
+        parts.append(f'<polyline points="{points}" fill="none" stroke="{colours.get(mode, "#000")}" stroke-width="2"/>')
+        parts.append(f'<text x="{size + pad + 10}" y="{pad + 15 + 16 * i}" fill="{colours.get(mode, "#000")}">{mode}</text>')
+    return "\n".join([*parts, "</svg>\n"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", nargs="+", default=["personal", "debian-reference", "manpages-ja"])
+    parser.add_argument("--db-dir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--write", action="store_true", help=f"write {TABLE.relative_to(ROOT)} and the diagram")
+    args = parser.parse_args()
+    embedder = load_default_embedder()
+    stores = {name: open_set(name, args.db_dir, embedder) for name in args.sets}
+    table = json.loads(TABLE.read_text(encoding="utf-8"))
+    table["about"] = f"fitted by benchmarks/calibrate.py on {', '.join(args.sets)}"
+    table.setdefault("reference", {})[embedder.info.model_id] = typical_pool(stores, embedder)
+    table.setdefault("models", {})
+    confidence._table = functools.cache(lambda: table)  # the evidence below reads this run's reference
+    entries, curves, report = {}, {}, []
+    for mode in MODES:
+        examples = [e for name, store in stores.items() for e in examples_of(name, store, embedder, mode)]
+        x = np.array([[e.features[f] for f in FEATURES[mode]] for e in examples])
+        y = np.array([e.relevant for e in examples], dtype=float)
+        weights, bias = fit_logistic(x, y)
+        draft = Model(tuple(weights), bias, 0.0)
+        tops = top_confidences(examples, draft, mode)
+        threshold = choose_threshold(tops)
+        model = Model(tuple(float(w) for w in weights), bias, threshold)
+        entries[mode] = {"features": list(FEATURES[mode]), "weights": [round(float(w), 5) for w in weights],
+                         "bias": round(bias, 5), "threshold": round(threshold, 5)}
+        curves[mode] = reliability(examples, model, mode)
+        for name in args.sets:
+            # a query with no result at all (no keyword matches) gets "no good match" too
+            present = [tops.get((name, q.text, False), 0.0) for q in read_queries(DEV / name / "queries.jsonl")]
+            absent = [tops.get((name, q.text, True), 0.0) for q in absent_queries(name)]
+            caught = f"{sum(v < threshold for v in absent) / len(absent):.1%}" if absent else "-"
+            wrong = sum(v < threshold for v in present) / len(present)
+            report.append(f"| {mode} | {name} | {len(present)} | {wrong:.1%} | {len(absent)} | {caught} | {threshold:.3f} |")
+    table["models"][embedder.info.model_id] = entries
+    table["words_only"] = entries["keyword"]
+    print("| mode | set | present | present with no good match | absent | absent with no good match | threshold |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(report))
+    print("\nreliability (predicted bin: observed precision, examples)")
+    for mode, rows in curves.items():
+        print(f"  {mode}: " + ", ".join(f"{low:.1f}-{high:.1f}: {p:.2f} ({n})" for low, high, p, n in rows))
+    print("\n" + json.dumps(entries, indent=1))
+    if args.write:
+        TABLE.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "calibration.svg").write_text(svg_diagram(curves), encoding="utf-8")
+        print(f"wrote {TABLE} and {RESULTS / 'calibration.svg'}")
+
+
+if __name__ == "__main__":
+    main()
