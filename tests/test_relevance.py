@@ -1,0 +1,95 @@
+"""Relevance a person can trust: a confidence per result, an honest "no good match" for what the
+folder cannot answer, and Japanese spellings that meet in keyword search. Real model, real index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+from conftest import EXAMPLE_NOTES, run_oboyu
+
+from oboyu.documents.keywords import words
+from oboyu.index.indexer import Indexer
+from oboyu.search.confidence import model_for
+from oboyu.tui.app import OboyuApp
+from oboyu.tui.widgets import ResultList
+
+ABSENT = "肉じゃがの味付けのコツ"  # nothing in the example notes is about cooking nikujaga
+
+
+def test_spellings_of_one_word_meet() -> None:
+    same = [("引越しの準備", "引っ越しの準備"), ("コンピュータ", "コンピューター"), ("學校", "学校"),
+            ("みーてぃんぐ", "ミーティング"), ("かれー", "カレー"), ("打合せ", "打ち合わせ"), ("ﾒﾓﾘ", "メモリ")]
+    for a, b in same:
+        assert words(a) == words(b), (a, b)
+    # a word in kana never becomes the kanji of another word: ため is not 為, はい not the counter 杯
+    assert words("そのためにはいと言う") == ["その", "ため", "はい", "言う"]
+    assert words("データーの保存") == ["でーた", "保存"]  # a katakana word's long vowel is not a hiragana loanword
+
+
+def test_the_default_model_has_a_fitted_table(embedder) -> None:
+    """The model a fresh install builds is the one calibration.json was fitted for."""
+    for mode in ("hybrid", "vector", "keyword"):
+        model, features = model_for(embedder.info.model_id, mode)
+        assert features == mode and 0 < model.threshold < 1
+
+
+def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLE_NOTES, notes)
+    (notes / "home" / "meeting-jp.md").write_text("# 定例ミーティング\n\n来週のミーティングでは予算を決める。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    good = run_oboyu(oboyu_env, "query", "カレーの作り方", "--json")
+    assert good.returncode == 0, good.stderr
+    found = json.loads(good.stdout)
+    assert Path(found[0]["path"]).name == "curry.txt" and not found[0]["weak"] and 0 < found[0]["score"] <= 1
+    for mode in ("hybrid", "vector", "keyword"):
+        absent = run_oboyu(oboyu_env, "query", ABSENT, "--mode", mode)
+        assert absent.returncode == 1 and absent.stdout == ""
+        assert f'no good match for "{ABSENT}"' in absent.stderr or "no results" in absent.stderr
+    assert json.loads(run_oboyu(oboyu_env, "query", ABSENT, "--json").stdout) == []
+    every = run_oboyu(oboyu_env, "query", ABSENT, "--all", "--json")
+    listed = json.loads(every.stdout)
+    assert every.returncode == 0 and listed and all(r["weak"] and 0 <= r["score"] < 1 for r in listed)
+    # hiragana for a katakana word finds it by its words alone
+    kana = run_oboyu(oboyu_env, "query", "みーてぃんぐ", "--mode", "keyword", "--json")
+    assert [Path(r["path"]).name for r in json.loads(kana.stdout)][:1] == ["meeting-jp.md"], kana.stderr
+
+
+def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("\n".join(json.dumps({"id": f.stem, "text": f.read_text(encoding="utf-8")}, ensure_ascii=False)
+                              for f in sorted((EXAMPLE_NOTES / "home").iterdir())), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query": "カレーの作り方", "relevant_doc_id": "curry"}, ensure_ascii=False), encoding="utf-8")
+    absent = tmp_path / "absent.jsonl"
+    absent.write_text(json.dumps({"query": ABSENT}, ensure_ascii=False), encoding="utf-8")
+    done = run_oboyu(oboyu_env, "eval", "--docs", str(docs), "--queries", str(queries), "--absent", str(absent), "--json")
+    assert done.returncode == 0, done.stderr
+    hybrid = next(s for s in json.loads(done.stdout) if s["mode"] == "hybrid")
+    assert hybrid["absent_no_match"] == 1.0 and hybrid["present_no_match"] == 0.0 and hybrid["recall_at_1"] == 1.0
+
+
+def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([EXAMPLE_NOTES])
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press(*ABSENT)
+            for _ in range(400):
+                if app.shown is not None and app.shown.query == ABSENT:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
+            listed = app.query_one(ResultList)
+            assert listed.results and all(r.weak for r in listed.results)
+            divider = listed.get_option_at_index(0)
+            assert divider.disabled and "no good match" in str(divider.prompt)
+            assert listed.current is listed.results[0]  # the first weak one, not the divider
+            assert "weak" in str(listed.border_title)
+
+    asyncio.run(run())
