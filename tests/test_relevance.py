@@ -93,3 +93,17 @@ def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> 
             assert "weak" in str(listed.border_title)
 
     asyncio.run(run())
+
+
+def test_one_weak_keyword_match_is_not_scaled_up_to_a_full_leg() -> None:
+    from oboyu.search.fusion import convex
+
+    meaning = [("plan-of-exercise", 0.90), ("trip-plan", 0.84), ("curry", 0.80)]
+    words_only = [("trip-plan", 1.2)]  # 計画 alone, far below what 運動 and 計画 together would score
+    plain = convex({"vector": meaning, "keyword": words_only})
+    assert plain[0][0] == "trip-plan"  # min-max: the lone keyword match counts as a perfect one
+    capped = convex({"vector": meaning, "keyword": words_only}, ceilings={"keyword": 6.0})
+    assert capped[0][0] == "plan-of-exercise" and dict(capped)["trip-plan"] < 1.0
+    # a keyword leg whose best reaches the ceiling is scaled as before
+    strong = [("trip-plan", 8.0), ("curry", 2.0)]
+    assert convex({"keyword": strong}, ceilings={"keyword": 6.0}) == convex({"keyword": strong})

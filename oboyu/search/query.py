@@ -17,7 +17,7 @@ from oboyu.models.rerank import Reranker
 from oboyu.search.confidence import gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
-from oboyu.search.rankers import Ranker, Scores, SqlRanker
+from oboyu.search.rankers import BM25_K1, Ranker, Scores, SqlRanker
 from oboyu.search.snippets import make_snippet
 
 MODES = ("hybrid", "vector", "keyword")
@@ -25,6 +25,9 @@ CANDIDATES = 100  # chunks each leg contributes to fusion
 # hybrid: three legs of equal weight, each scaled to [0, 1]: passages by meaning, passages by
 # words, and files by the meaning of their first passage (`lead`)
 HYBRID_WEIGHTS = {"vector": 1 / 3, "keyword": 1 / 3, "lead": 1 / 3}
+# the keyword leg's best counts fully only when it reaches this share of what every query word,
+# matched, would score: one common word of several cannot lead the fusion alone
+KEYWORD_CEILING = 0.5
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
 
 
@@ -101,7 +104,7 @@ def search(
     terms = words(query)  # once: for the keyword leg and for every snippet
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files)
+    fused = fuse(legs, mode, files, keyword_ceiling(ranker.term_rarity(terms)) if mode == "hybrid" else 0.0)
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
@@ -165,11 +168,17 @@ def rerank(reranker: Reranker, query: str, candidates: Scores, ranker: Ranker) -
     return sorted(zip(ids, map(float, scores)), key=lambda item: -item[1])
 
 
-def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str]) -> Scores:
+def keyword_ceiling(rarity: dict[str, float]) -> float:
+    """The BM25 score a passage holding every query word (often) would reach, times
+    KEYWORD_CEILING: the keyword leg's scale when its best candidate falls short of it."""
+    return KEYWORD_CEILING * sum(value * (BM25_K1 + 1) for value in rarity.values())
+
+
+def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top: float = 0.0) -> Scores:
     if mode != "hybrid":
         return list(legs[mode])
     passages = {leg: legs[leg] for leg in ("vector", "keyword")}
-    return convex_with_files(passages, {"lead": legs["lead"]}, files, HYBRID_WEIGHTS)
+    return convex_with_files(passages, {"lead": legs["lead"]}, files, HYBRID_WEIGHTS, {"keyword": keyword_top})
 
 
 def _best_per_file(
