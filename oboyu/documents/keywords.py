@@ -76,15 +76,30 @@ def _as_katakana(match: re.Match) -> str:
 
 
 def _base_form(word: str, feature: list[str]) -> str:
-    """The lemma, unless it puts kanji on a word written in kana: the lemma of ため is 為 and of
-    はい a counter (杯), which would merge function words with words of meaning; those keep their
-    dictionary form as written (する, ある)."""
+    """A word's indexed form: UniDic's lemma where it only respells the word, its dictionary form
+    as written otherwise. The lemma folds kana and long-vowel variants (コンピュータ, コンピューター),
+    okurigana (引越し, 引っ越し) and old kanji (學校 → 学校); but it also picks one kanji for words
+    that sound alike (指す → 差す, 空き → 明き) and puts kanji on kana words (ため → 為), which
+    would merge different words: there the dictionary form in the text's own spelling stays."""
+    written = feature[10] if len(feature) > 10 and feature[10] not in ("", "*") else word
     lemma = feature[7].split("-", 1)[0] if len(feature) > 7 and feature[7] not in ("", "*") else ""
-    if lemma and (_KANJI.search(word) or not _KANJI.search(lemma)):
-        return unicodedata.normalize("NFKC", lemma).lower()
-    if len(feature) > 10 and feature[10] not in ("", "*"):
-        return unicodedata.normalize("NFKC", feature[10]).lower()
-    return word
+    if lemma:
+        ours, theirs = _KANJI.findall(written), _KANJI.findall(lemma)
+        old_forms = [k for k in ours if k not in theirs]
+        if ours == theirs or (old_forms and len(ours) == len(theirs) and not any(map(_common_kanji, old_forms))
+                              and all(map(_common_kanji, theirs))):
+            written = lemma
+    return unicodedata.normalize("NFKC", written).lower()
+
+
+def _common_kanji(ch: str) -> bool:
+    """In JIS X 0208's first level (rows 16-47), where the everyday kanji are; old forms
+    (學, 國, 會) are in the second."""
+    try:
+        code = ch.encode("euc_jp")
+    except UnicodeEncodeError:
+        return False
+    return len(code) == 2 and 16 <= code[0] - 0xA0 <= 47
 
 
 _KANJI = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
