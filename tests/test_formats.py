@@ -331,3 +331,8 @@ def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(t
 
     asyncio.run(run())
     assert opened.read_text() == str(deck)
+
+
+def test_a_pdf_makers_placeholder_title_is_no_title() -> None:
+    extracted, _ = extract_file(make.pdf_bytes_japanese(["複合機の使い方"]), "pdf")  # reportlab writes "untitled"
+    assert extracted.title is None and "複合機の使い方" in extracted.text

@@ -29,7 +29,7 @@ def extract_pdf(data: bytes) -> Extracted:
             finally:
                 textpage.close()
                 page.close()
-        title = (document.get_metadata_dict().get("Title") or "").strip() or None
+        title = _meaningful_title(document.get_metadata_dict().get("Title") or "")
     except pdfium.PdfiumError as exc:
         raise Unextractable(f"cannot read PDF: {exc}") from exc
     finally:
@@ -48,3 +48,12 @@ def _clean(text: str) -> str:
     """PDFium ends lines with \\r\\n and marks soft hyphens and form feeds; keep plain lines."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x0c", "\n").replace("\ufffe", "")
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+
+# what PDF makers write when the author gave no title (reportlab, Word's "Microsoft Word - x.docx")
+_PLACEHOLDER_TITLES = re.compile(r"(?i)^(untitled( document)?|no title|microsoft (word|powerpoint|excel) - .*)$")
+
+
+def _meaningful_title(title: str) -> str | None:
+    title = title.strip()
+    return None if not title or _PLACEHOLDER_TITLES.match(title) else title
