@@ -80,6 +80,9 @@ def test_epub_chapters_in_spine_order_without_ruby_readings() -> None:
     assert extracted.text.index("新幹線") < extracted.text.index("宿に荷物")
     headings = [b.text for b in extracted.blocks if b.heading_level]
     assert "第一章 出発" in headings and "到着" in headings  # the contents' title where a chapter has no heading
+    # chapters count as a reader counts them: the table of contents in the spine is none of them
+    start = extracted.text.index("宿に荷物")
+    assert extracted.parts_between(start, start + 4) == (2, 2)
 
 
 def test_mail_iso2022jp_with_windows_characters_html_only_attachments_and_mbox() -> None:
@@ -131,6 +134,8 @@ def test_broken_encrypted_bomb_and_old_binary_files_say_why() -> None:
     assert reason(make.encrypt_ooxml(book), "secret.xlsx") == "encrypted .xlsx file (needs a password)"
     assert reason(plain[: len(plain) // 2], "cut.docx").startswith("corrupt .docx file")
     assert reason(b"\x00" * 100, "noise.pptx").startswith("corrupt .pptx file")
+    for fresh in ("new.docx", "new.pptx", "new.epub", "new.pdf"):  # a 0-byte file is a document not yet written, not a broken one
+        assert extract_file(b"", file_type_for(Path(fresh)) or "", fresh)[0].text == ""
     bomb = io.BytesIO()
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("word/document.xml", b"\x00" * (64 * 1024 * 1024))
@@ -285,6 +290,9 @@ def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, e
     whole = tools.read(str(manual))
     assert [p["location"] for p in whole["parts"]] == ["p. 1", "p. 2"]
     assert whole["text"].split("\n")[whole["parts"][1]["line"] - 1] == "両面印刷は設定画面で選ぶ。"
+    toner = whole["text"].split("\n").index("トナー交換は総務に連絡する。") + 1
+    mid_page = tools.read(str(manual), toner, toner)  # a range from mid-page says which page it is on
+    assert [p["location"] for p in mid_page["parts"]] == ["p. 2"] and mid_page["parts"][0]["line"] < toner
 
 
 def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(tmp_path: Path, embedder, monkeypatch) -> None:

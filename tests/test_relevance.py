@@ -12,7 +12,7 @@ from conftest import EXAMPLE_NOTES, run_oboyu
 
 from oboyu.documents.keywords import words
 from oboyu.index.indexer import Indexer
-from oboyu.search.confidence import model_for
+from oboyu.search.confidence import FEATURES, model_for
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
 
@@ -32,8 +32,8 @@ def test_spellings_of_one_word_meet() -> None:
 def test_the_default_model_has_a_fitted_table(embedder) -> None:
     """The model a fresh install builds is the one calibration.json was fitted for."""
     for mode in ("hybrid", "vector", "keyword"):
-        model, features = model_for(embedder.info.model_id, mode)
-        assert features == mode and 0 < model.threshold < 1
+        model = model_for(embedder.info.model_id, mode)
+        assert model.features == FEATURES[mode] and 0 < model.threshold < 1
 
 
 def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: Path, oboyu_env: dict) -> None:
@@ -45,6 +45,12 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     assert good.returncode == 0, good.stderr
     found = json.loads(good.stdout)
     assert Path(found[0]["path"]).name == "curry.txt" and not found[0]["weak"] and 0 < found[0]["score"] <= 1
+    # --all: the confident ones, then the weak ones marked, numbered as listed
+    listing = [line for line in run_oboyu(oboyu_env, "query", "カレーの作り方", "--all", "-k", "5").stdout.splitlines()
+               if line[:3].strip().rstrip(".").isdigit()]
+    assert [int(line.split(".")[0]) for line in listing] == list(range(1, len(listing) + 1))
+    marks = ["(weak)" in line for line in listing]
+    assert marks == sorted(marks) and marks[0] is False and marks[-1] is True
     for mode in ("hybrid", "vector", "keyword"):
         absent = run_oboyu(oboyu_env, "query", ABSENT, "--mode", mode)
         assert absent.returncode == 1 and absent.stdout == ""

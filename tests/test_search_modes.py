@@ -198,7 +198,8 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         store.add_root("/work", "work")
         # more 猫 ranks higher: a (3) > b (2) > c (1)
         for path, file_type, mtime, n in (("/notes/a.md", "markdown", 10 * day, 3),
-                                          ("/notes/old/b.md", "markdown", day, 2), ("/work/c.txt", "text", 20 * day, 1)):
+                                          ("/notes/old/b.md", "markdown", day, 2), ("/work/c.txt", "text", 20 * day, 1),
+                                          ("/mail/Inbox", "mbox", day, 1)):
             doc = DocumentRecord(path, path.split("/")[1], 1, mtime, path, "utf-8", file_type, None)
             store.write_documents([(doc, [ChunkRecord(f"{path}#0", 0, "", 1, 1, 0, n, "猫" * n, {"猫": n})],
                                     np.eye(4, dtype=np.float32)[:1])])
@@ -214,6 +215,7 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         assert found(3, paths=["old/*", "*.txt"]) == ["/notes/old/b.md", "/work/c.txt"]
         assert found(3, types="md") == ["/notes/a.md", "/notes/old/b.md"]
         assert found(3, types="text") == ["/work/c.txt"]
+        assert found(3, types="email") == ["/mail/Inbox"]  # a mailbox is mail
         assert found(3, folders=[r.path for r in store.roots_named(["work"])]) == ["/work/c.txt"]
         assert found(3, folders=["/not"]) == []
         with pytest.raises(OboyuError, match="not an indexed folder"):

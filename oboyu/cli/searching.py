@@ -85,7 +85,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
         _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,
                       show_all)
         return
-    shown = results if show_all else [r for r in results if not r.weak]
+    shown = _shown(results, show_all)
     if as_json:
         sys.stdout.write(json_safe(json.dumps([r.to_json() for r in shown], ensure_ascii=False, indent=2)) + "\n")
     else:
@@ -93,6 +93,12 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
     if not shown:
         _say_no_match(clean_input(text or ""), results)
         raise SystemExit(EXIT_NO_RESULTS)
+
+
+def _shown(results: list[Result], show_all: bool) -> list[Result]:
+    """The confident results in rank order, then (with --all) the weak ones, as the app lists them."""
+    strong = [r for r in results if not r.weak]
+    return strong + [r for r in results if r.weak] if show_all else strong
 
 
 def _say_no_match(question: str, results: list[Result]) -> None:
@@ -113,7 +119,7 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: b
         question = raw.decode("utf-8", "replace").strip()
         results: list[Result] = []
         try:
-            results = [r for r in live.search(question, mode, k, filters, group).results if show_all or not r.weak]
+            results = _shown(live.search(question, mode, k, filters, group).results, show_all)
         except OboyuError as exc:
             err.write(json_safe(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False)) + "\n")
             err.flush()
@@ -124,10 +130,10 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: b
 def _print_results(results: list[Result], explain: bool) -> None:
     out = sys.stdout
     colour = _colour(out)
-    for r in results:
+    for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
         location = visible(r.location)
         weak = "  (weak)" if r.weak else ""
-        out.write(f"{r.rank:>2}. {r.score:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
+        out.write(f"{number:>2}. {r.score:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
         heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"

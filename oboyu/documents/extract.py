@@ -166,6 +166,8 @@ def extract_file(data: bytes, file_type: str, name: str = "") -> tuple[Extracted
 
     reader = READERS.get(file_type)
     if reader is not None:
+        if not data:  # a new, never-saved document (Windows' New > Word Document makes 0 bytes): empty, not corrupt
+            return Extracted("", []), file_type
         return reader(data, name)
     if looks_binary(data):
         raise Unextractable("binary file")

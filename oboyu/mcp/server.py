@@ -94,8 +94,11 @@ class OboyuTools:
         text = "\n".join(lines[first - 1 : last])
         if len(text) > MAX_READ_CHARS:
             text, truncated = text[:MAX_READ_CHARS], True
-        # where each page, slide, sheet row or chapter starts, in the lines returned
-        parts = [{"line": line, "location": label} for line, label in shown.parts if first <= line <= last]
+        # where each page, slide, sheet row or chapter starts in the lines returned, and the part
+        # the first line is in (a range from mid-page says which page it is on)
+        enclosing = [part for part in shown.parts if part[0] < first][-1:]
+        inside = [part for part in shown.parts if first <= part[0] <= last]
+        parts = [{"line": line, "location": label} for line, label in enclosing + inside]
         return {"path": str(Path(os.path.abspath(path))), "start_line": first, "end_line": last,
                 "total_lines": len(lines), "truncated": truncated, "text": text, "parts": parts}
 

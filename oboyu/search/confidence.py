@@ -2,13 +2,18 @@
 queries, modes and index sizes, and the line under which a result is a weak match.
 
 Computed from absolute evidence, not from the rank among whatever came back: the best passage's
-cosine to the query, how far it stands above the other candidates of the vector leg (in their
-standard deviations; a small folder's few candidates are topped up with the model's typical
-unrelated cosines, so that three notes cannot make every match look ordinary), and the share of
-the query's words the passage holds (title and heading included). A logistic model per embedding model and mode turns that into a probability; its
+cosine to the query, how far it stands above the query's cosine to the index's passages at large
+(in their standard deviations: some queries look alike to everything; a small folder's few
+passages are topped up with the model's typical spread, so that three notes cannot make every
+match look ordinary, nor a large index's crowd of near neighbours make every match look weak), the
+gap to the other files (a right answer usually leads them by a clear margin; a question the folder
+cannot answer finds several files about as alike), and the share of the query's words
+the passage holds (title and heading included). A logistic model per embedding model and mode turns
+that into a probability; its
 weights and the weak-match threshold come from `benchmarks/calibrate.py`, fitted on the
 development sets, and live in `calibration.json` beside this module. A model without a fitted
-table is judged by its words alone (the keyword table), which does not depend on the model.
+table is judged by its words alone (the keyword table, which does not depend on the model), and
+in vector and hybrid mode nothing is called weak: its cosines say nothing we have measured.
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ from __future__ import annotations
 import functools
 import json
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-PRIOR_CANDIDATES = 20  # how many typical cosines a pool is topped up with (a folder of 3 notes: mostly prior)
+PRIOR_PASSAGES = 50  # how many typical cosines a query's spread is topped up with (3 notes: mostly prior)
+# the margin is taken over the n-th best other file, not the next one: a copy of the answer, or a
+# companion note, must not make a clear answer look ordinary
+MARGIN_OVER = 2
 
 FEATURES = {
-    "hybrid": ("cosine", "standout", "coverage"),
-    "vector": ("cosine", "standout", "coverage"),
+    "hybrid": ("cosine", "standout", "margin", "coverage"),
+    "vector": ("cosine", "standout", "margin", "coverage"),
     "keyword": ("coverage", "idf_coverage"),
 }
 
@@ -33,22 +40,21 @@ FEATURES = {
 @dataclass(frozen=True)
 class Evidence:
     cosine: float  # the passage's cosine to the query (the vector leg's lowest when it was not among them)
-    standout: float  # (cosine - mean) / std over the vector leg's candidates
+    standout: float  # (cosine - mean) / std of the query's cosines to the index's passages
+    margin: float  # cosine - the MARGIN_OVER-th best other file's cosine (the mean when there is none)
     coverage: float  # share of the query's distinct words in the passage
     idf_coverage: float  # the same, each word weighted by its rarity in the index
-
-    def vector(self, mode: str) -> list[float]:
-        return [getattr(self, name) for name in FEATURES[mode]]
 
 
 @dataclass(frozen=True)
 class Model:
+    features: tuple[str, ...]  # the Evidence fields it reads, in the weights' order
     weights: tuple[float, ...]
     bias: float
     threshold: float  # below it, a weak match
 
-    def probability(self, features: Sequence[float]) -> float:
-        z = self.bias + sum(w * x for w, x in zip(self.weights, features))
+    def probability(self, evidence: Evidence) -> float:
+        z = self.bias + sum(w * getattr(evidence, name) for w, name in zip(self.weights, self.features, strict=True))
         return 1 / (1 + math.exp(-max(-40.0, min(40.0, z))))
 
 
@@ -58,41 +64,56 @@ def _table() -> dict:
 
 
 def reference_for(model_id: str | None) -> tuple[float, float] | None:
-    """The mean and standard deviation of a vector leg's candidate cosines, typical of the model."""
+    """The mean and standard deviation of a query's cosines to a collection's passages, typical of
+    the model."""
     found = _table().get("reference", {}).get(model_id or "")
     return (found["mean"], found["std"]) if found else None
 
 
-def model_for(model_id: str | None, mode: str) -> tuple[Model, str]:
-    """The fitted model for an embedding model and mode, and the feature set it reads (a model
-    without a table: the words-only keyword model, fitted on the default model's sets)."""
+def model_for(model_id: str | None, mode: str) -> Model:
+    """The fitted model for an embedding model and mode (a model without a table: the words-only
+    keyword model, fitted on the default model's sets, which calls nothing weak outside keyword
+    mode)."""
     table = _table()
     entry = table.get("models", {}).get(model_id or "", {}).get(mode)
     if entry is None:
-        entry, mode = table["words_only"], "keyword"
-    return Model(tuple(entry["weights"]), entry["bias"], entry["threshold"]), mode
+        entry = dict(table["words_only"], threshold=table["words_only"]["threshold"] if mode == "keyword" else 0.0)
+    return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])
 
 
-def pool_statistics(values: Sequence[float], reference: tuple[float, float] | None) -> tuple[float, float]:
-    """Mean and standard deviation of the candidates' cosines, topped up with PRIOR_CANDIDATES
-    draws of the model's typical pool (when known)."""
-    if reference is None:
-        return (statistics.fmean(values), statistics.pstdev(values)) if values else (0.0, 0.0)
-    n, (prior_mean, prior_std) = len(values), reference
-    total = n + PRIOR_CANDIDATES
-    mean = (sum(values) + PRIOR_CANDIDATES * prior_mean) / total
-    second = (sum(v * v for v in values) + PRIOR_CANDIDATES * (prior_std**2 + prior_mean**2)) / total
-    return mean, math.sqrt(max(0.0, second - mean * mean))
+def blended_spread(spread: tuple[float, float, int], reference: tuple[float, float] | None) -> tuple[float, float]:
+    """The query's cosine mean and standard deviation over the index's passages, topped up with
+    PRIOR_PASSAGES draws of the model's typical spread (when known)."""
+    mean, std, n = spread
+    if reference is None or n >= 10 * PRIOR_PASSAGES:
+        return mean, std
+    prior_mean, prior_std = reference
+    total = n + PRIOR_PASSAGES
+    blended = (n * mean + PRIOR_PASSAGES * prior_mean) / total
+    second = (n * (std**2 + mean**2) + PRIOR_PASSAGES * (prior_std**2 + prior_mean**2)) / total
+    return blended, math.sqrt(max(0.0, second - blended * blended))
 
 
-def gather(vector_pool: Sequence[tuple[str, float]], passages: Mapping[str, set[str]], terms: Sequence[str],
-           idf: Mapping[str, float], reference: tuple[float, float] | None = None) -> dict[str, Evidence]:
+def gather(vector_pool: Sequence[tuple[str, float]], spread: tuple[float, float, int], passages: Mapping[str, set[str]],
+           terms: Sequence[str], idf: Mapping[str, float], files: Mapping[str, str],
+           reference: tuple[float, float] | None = None) -> dict[str, Evidence]:
     """The evidence for each chosen passage (passages: id -> the query's terms it holds, title
-    and heading included). vector_pool: the vector leg's candidates (empty in keyword mode)."""
+    and heading included). vector_pool: the vector leg's candidates (empty in keyword mode);
+    spread: the query's cosine mean, deviation and passages counted (`Ranker.cosine_spread`);
+    files: chunk id -> its file, for the pool and the chosen."""
     cosines = {cid: score for cid, score in vector_pool}
-    values = list(cosines.values())
-    floor = min(values) if values else 0.0
-    mean, spread = pool_statistics(values, reference)
+    floor = min(cosines.values()) if cosines else 0.0
+    mean, spread_std = blended_spread(spread, reference)
+    best_of_file: dict[str, float] = {}
+    for cid, score in vector_pool:
+        path = files.get(cid, cid)
+        best_of_file[path] = max(score, best_of_file.get(path, score))
+    leaders = sorted(best_of_file.items(), key=lambda item: -item[1])[:MARGIN_OVER + 1]
+
+    def best_elsewhere(path: str) -> float:
+        others = [score for other, score in leaders if other != path]
+        return others[min(MARGIN_OVER, len(others)) - 1] if others else mean
+
     wanted = set(terms)
     weight = {t: idf.get(t, 0.0) for t in wanted}
     total = sum(weight.values())
@@ -102,7 +123,8 @@ def gather(vector_pool: Sequence[tuple[str, float]], passages: Mapping[str, set[
         held = wanted & words
         out[cid] = Evidence(
             cosine=cosine,
-            standout=(cosine - mean) / spread if spread > 0 else 0.0,
+            standout=(cosine - mean) / spread_std if spread_std > 0 else 0.0,
+            margin=cosine - best_elsewhere(files.get(cid, cid)),
             coverage=len(held) / len(wanted) if wanted else 0.0,
             idf_coverage=sum(weight[t] for t in held) / total if total > 0 else 0.0,
         )

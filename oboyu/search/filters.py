@@ -65,7 +65,9 @@ class Filters:
             clauses.append(
                 "(list_contains(?, d.file_type) OR list_contains(?, lower(regexp_extract(d.path, '\\.([^./]+)$', 1))))"
             )
-            params += [extensions + _document_types(extensions), extensions]
+            kinds = extensions + _document_types(extensions)
+            kinds += [member for kind in kinds for member in KIND_MEMBERS.get(kind, ())]
+            params += [kinds, extensions]
         if self.since_ns is not None:
             clauses.append("d.mtime_ns >= ?")
             params.append(self.since_ns)
@@ -143,6 +145,7 @@ def make_filters(
 
 
 KINDS = tuple(sorted({"markdown", "text", "rst", "code", *FORMAT_EXT.values()}))  # the types documents are stored with
+KIND_MEMBERS = {"email": ("mbox",)}  # a kind a person names that spans stored types: a mailbox is mail too
 
 
 def _known_type(name: str) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from oboyu.documents.extract import part_location
 from oboyu.documents.keywords import words
 from oboyu.errors import OboyuError
@@ -102,7 +104,8 @@ def search(
                 "run `oboyu index` again to re-embed it"
             )
     terms = words(query)  # once: for the keyword leg and for every snippet
-    legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode)
+    vector = embedder.embed_queries([query])[0] if embedder is not None and mode in ("hybrid", "vector") else None
+    legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
     fused = fuse(legs, mode, files, keyword_ceiling(ranker.term_rarity(terms)) if mode == "hybrid" else 0.0)
     if reranker is not None and fused:
@@ -113,9 +116,10 @@ def search(
     else:
         chosen, others = fused[:k], {}
     hits = ranker.chunks_by_id([cid for cid, _ in chosen])
-    evidence = gather(legs.get("vector", []), ranker.terms_in(list(hits), terms), terms, ranker.term_rarity(terms),
-                      reference_for(indexed_with))
-    judge, features = model_for(indexed_with, mode)
+    spread = ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0)
+    evidence = gather(legs.get("vector", []), spread, ranker.terms_in(list(hits), terms), terms, ranker.term_rarity(terms),
+                      files, reference_for(indexed_with))
+    judge = model_for(indexed_with, mode)
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
@@ -124,7 +128,7 @@ def search(
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
-        confidence = judge.probability(evidence[cid].vector(features))
+        confidence = judge.probability(evidence[cid])
         results.append(
             Result(
                 rank=rank, score=round(confidence, 4), path=hit.path, start_line=hit.start_line,
@@ -146,12 +150,14 @@ def _rounded(value: float | None) -> float | None:
 
 
 def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: list[str], n: int,
-                filters: Filters | None, mode: str) -> dict[str, Scores]:
-    """Each leg's n best chunks for the mode (the caller has checked the model)."""
+                filters: Filters | None, mode: str, vector: np.ndarray | None = None) -> dict[str, Scores]:
+    """Each leg's n best chunks for the mode (the caller has checked the model); `vector`: the
+    query's, when the caller has embedded it already."""
     legs: dict[str, Scores] = {}
     if mode in ("hybrid", "vector"):
         assert embedder is not None
-        vector = embedder.embed_queries([query])[0]
+        if vector is None:
+            vector = embedder.embed_queries([query])[0]
         legs["vector"] = ranker.vector_scores(vector, n, filters)
         if mode == "hybrid":
             legs["lead"] = ranker.vector_scores(vector, n, filters, leads_only=True)

@@ -24,6 +24,7 @@ from oboyu.paths import is_within
 from oboyu.search.filters import Filters
 
 BM25_K1, BM25_B = 0.9, 0.4
+SPREAD_SAMPLE = 2_000  # passages a query's cosine spread is measured on (confidence's standout)
 LITERAL_IDS = 20_000
 _MATCHED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (index, generation, filters) -> (kept, left out)
 
@@ -49,6 +50,10 @@ class Ranker(Protocol):
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         """Display fields of these chunks."""
+
+    def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
+        """Mean and standard deviation of the query's cosine to the index's passages (all, or a
+        sample of SPREAD_SAMPLE), and how many they were: how alike an arbitrary passage looks."""
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         """Each term's BM25 idf in the whole index (a term no chunk holds: the highest)."""
@@ -85,6 +90,17 @@ class SqlRanker:
 
     def model_id(self) -> str | None:
         return self.store.model_id()
+
+    def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
+        dim = int(self.store.get_meta("dimensions") or 0)
+        if dim == 0:
+            return 0.0, 0.0, 0
+        literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
+        mean, std, count = self.con.execute(
+            f"SELECT avg(s), stddev_pop(s), count(*) FROM (SELECT array_inner_product(vector, {literal}) AS s "
+            f"FROM embeddings USING SAMPLE reservoir({SPREAD_SAMPLE} ROWS) REPEATABLE (7))"
+        ).fetchone() or (0.0, 0.0, 0)
+        return float(mean or 0.0), float(std or 0.0), int(count)
 
     def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
                       leads_only: bool = False) -> Scores:

@@ -71,11 +71,21 @@ class ResidentIndex:
         _unfiltered(filters)
         if not len(self.chunk_ids):
             return []
+        return self._top(self._cosines(query_vector), n, self.leads if leads_only else None)
+
+    def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
+        if not len(self.chunk_ids):
+            return 0.0, 0.0, 0
+        cosines = self._cosines(query_vector)
+        return float(cosines.mean()), float(cosines.std()), len(cosines)
+
+    def _cosines(self, query_vector: np.ndarray) -> np.ndarray:
+        """The query's cosine to every passage; hybrid asks several times a query: one product."""
         key = query_vector.astype(np.float32).tobytes()
-        last = self._last_scores  # hybrid asks twice per query (passages, then leads): one product
+        last = self._last_scores
         if last is None or last[0] != key or last[1] != self.generation:
             last = self._last_scores = (key, self.generation, self.vectors @ query_vector.astype(np.float32))
-        return self._top(last[2], n, self.leads if leads_only else None)
+        return last[2]
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
         _unfiltered(filters)

@@ -59,6 +59,11 @@ class TextBuilder:
     def empty(self) -> bool:
         return not any(not b.heading_level for b in self._blocks)
 
+    @property
+    def size(self) -> int:
+        """Blocks added so far."""
+        return len(self._blocks)
+
     def build(self) -> Extracted:
         return Extracted(SEPARATOR.join(self._pieces), self._blocks, self.title or None, parts=self._parts)
 

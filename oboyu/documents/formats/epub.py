@@ -39,13 +39,17 @@ def extract_epub(data: bytes) -> Extracted:
         for item in package.iter()
         if local_name(item) == "item"
     }
+    # the navigation document is the table of contents: its titles head the chapters, it is no chapter
+    navigation = {item.get("id") for item in package.iter()
+                  if local_name(item) == "item" and "nav" in (item.get("properties") or "").split()}
     title = next((e.text.strip() for e in package.iter() if local_name(e) == "title" and (e.text or "").strip()), None)
     toc = _toc_titles(archive, package, manifest)
     out = TextBuilder(title)
     spine = [e.get("idref") for e in package.iter() if local_name(e) == "itemref" and e.get("linear") != "no"]
-    for number, idref in enumerate(spine, start=1):
+    number = 0  # chapters as a reader counts them: those with text
+    for idref in spine:
         href, media_type = manifest.get(idref, ("", None))
-        if media_type not in _XHTML_TYPES:
+        if media_type not in _XHTML_TYPES or idref in navigation:
             continue
         page = read_member(archive, href, "EPUB")
         if page is None:
@@ -54,8 +58,10 @@ def extract_epub(data: bytes) -> Extracted:
             text = decode_html(page).text
         except UndecodableError:
             continue
-        out.part(number)
+        before = out.size
+        out.part(number + 1)
         add_html(out, text, chapter_title=toc.get(href))
+        number += out.size > before  # a cover image's page is no chapter
     if out.empty:
         raise Unextractable("EPUB has no text (images only?)")
     return out.build()
