@@ -97,7 +97,7 @@ def test_text_and_names_from_files_never_reach_the_terminal_raw(tmp_path: Path, 
     (notes / "bin\x1b]0;x\x07.md").write_bytes(b"\x00\x01binary")  # skipped: its name is listed with -v
     indexed = oboyu(oboyu_env, "index", str(notes), "-v")
     assert indexed.returncode == 0, indexed.stderr
-    found = oboyu(oboyu_env, "query", "会議の議事録", "-k", "5")
+    found = oboyu(oboyu_env, "query", "会議の議事録", "-k", "5", "--all")  # both notes, weak or not
     explained = oboyu(oboyu_env, "query", "会議の議事録", "--json")
     status = oboyu(oboyu_env, "status")
     for output in (indexed.stderr, found.stdout, found.stderr, status.stdout, explained.stdout):
@@ -283,7 +283,7 @@ def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, o
     assert "0 removed" in again.stderr and "0 added" in again.stderr
     everything = oboyu(env, "index")
     assert everything.returncode == 0 and "0 removed" in everything.stderr
-    found = json.loads(oboyu(env, "query", "契約の控え", "--json").stdout)
+    found = json.loads(oboyu(env, "query", "契約の控え", "--json", "--all").stdout)
     assert found[0]["path"] == str(notes / "vendor" / "contract.md") and len(found) == 2  # query.k = 2
     status = json.loads(oboyu(env, "status", "--json").stdout)
     assert {r["path"] for r in status["roots"]} == {str(notes), str(notes / "vendor")}

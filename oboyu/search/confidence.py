@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -33,7 +33,7 @@ MARGIN_OVER = 2
 FEATURES = {
     "hybrid": ("cosine", "standout", "margin", "coverage"),
     "vector": ("cosine", "standout", "margin", "coverage"),
-    "keyword": ("coverage", "idf_coverage"),
+    "keyword": ("coverage", "idf_coverage", "keyword_margin"),
 }
 
 
@@ -41,7 +41,8 @@ FEATURES = {
 class Evidence:
     cosine: float  # the passage's cosine to the query (the vector leg's lowest when it was not among them)
     standout: float  # (cosine - mean) / std of the query's cosines to the index's passages
-    margin: float  # cosine - the MARGIN_OVER-th best other file's cosine (the mean when there is none)
+    margin: float  # cosine - the MARGIN_OVER-th best other file's cosine (the mean where there are fewer)
+    keyword_margin: float  # the same for BM25, in units of the BM25 that every query word would reach
     coverage: float  # share of the query's distinct words in the passage
     idf_coverage: float  # the same, each word weighted by its rarity in the index
 
@@ -94,26 +95,39 @@ def blended_spread(spread: tuple[float, float, int], reference: tuple[float, flo
     return blended, math.sqrt(max(0.0, second - blended * blended))
 
 
-def gather(vector_pool: Sequence[tuple[str, float]], spread: tuple[float, float, int], passages: Mapping[str, set[str]],
-           terms: Sequence[str], idf: Mapping[str, float], files: Mapping[str, str],
-           reference: tuple[float, float] | None = None) -> dict[str, Evidence]:
-    """The evidence for each chosen passage (passages: id -> the query's terms it holds, title
-    and heading included). vector_pool: the vector leg's candidates (empty in keyword mode);
-    spread: the query's cosine mean, deviation and passages counted (`Ranker.cosine_spread`);
-    files: chunk id -> its file, for the pool and the chosen."""
-    cosines = {cid: score for cid, score in vector_pool}
-    floor = min(cosines.values()) if cosines else 0.0
-    mean, spread_std = blended_spread(spread, reference)
+def _margins(pool: Sequence[tuple[str, float]], files: Mapping[str, str], alone: float) -> Callable[[str, float], float]:
+    """score -> its lead over the MARGIN_OVER-th best other file in a leg's candidates (`alone`:
+    the score of an ordinary passage, for files the folder lacks)."""
     best_of_file: dict[str, float] = {}
-    for cid, score in vector_pool:
+    for cid, score in pool:
         path = files.get(cid, cid)
         best_of_file[path] = max(score, best_of_file.get(path, score))
     leaders = sorted(best_of_file.items(), key=lambda item: -item[1])[:MARGIN_OVER + 1]
 
-    def best_elsewhere(path: str) -> float:
-        others = [score for other, score in leaders if other != path]
-        return others[min(MARGIN_OVER, len(others)) - 1] if others else mean
+    def margin(cid: str, score: float) -> float:
+        path = files.get(cid, cid)
+        # a folder of fewer files: the missing ones count as ordinary passages
+        others = [value for other, value in leaders if other != path] + [alone] * MARGIN_OVER
+        return score - others[MARGIN_OVER - 1]
 
+    return margin
+
+
+def gather(passages: Mapping[str, set[str]], terms: Sequence[str], idf: Mapping[str, float], files: Mapping[str, str],
+           vector_pool: Sequence[tuple[str, float]] = (), keyword_pool: Sequence[tuple[str, float]] = (),
+           spread: tuple[float, float, int] = (0.0, 0.0, 0), reference: tuple[float, float] | None = None,
+           best_bm25: float = 0.0) -> dict[str, Evidence]:
+    """The evidence for each chosen passage (passages: id -> the query's terms it holds, title
+    and heading included; files: chunk id -> its file, for the pools and the chosen). The pools
+    are each leg's candidates (none for a leg the mode does not run); spread: the query's cosine
+    mean, deviation and passages counted (`Ranker.cosine_spread`); best_bm25: the BM25 a passage
+    holding every query word would reach, the keyword margin's unit."""
+    cosines = dict(vector_pool)
+    floor = min(cosines.values()) if cosines else 0.0
+    bm25 = dict(keyword_pool)
+    mean, spread_std = blended_spread(spread, reference)
+    vector_margin = _margins(vector_pool, files, mean)
+    keyword_margin = _margins(keyword_pool, files, 0.0)
     wanted = set(terms)
     weight = {t: idf.get(t, 0.0) for t in wanted}
     total = sum(weight.values())
@@ -124,7 +138,8 @@ def gather(vector_pool: Sequence[tuple[str, float]], spread: tuple[float, float,
         out[cid] = Evidence(
             cosine=cosine,
             standout=(cosine - mean) / spread_std if spread_std > 0 else 0.0,
-            margin=cosine - best_elsewhere(files.get(cid, cid)),
+            margin=vector_margin(cid, cosine),
+            keyword_margin=keyword_margin(cid, bm25.get(cid, 0.0)) / best_bm25 if best_bm25 > 0 else 0.0,
             coverage=len(held) / len(wanted) if wanted else 0.0,
             idf_coverage=sum(weight[t] for t in held) / total if total > 0 else 0.0,
         )

@@ -104,10 +104,11 @@ def search(
                 "run `oboyu index` again to re-embed it"
             )
     terms = words(query)  # once: for the keyword leg and for every snippet
+    rarity = ranker.term_rarity(terms)
     vector = embedder.embed_queries([query])[0] if embedder is not None and mode in ("hybrid", "vector") else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files, keyword_ceiling(ranker.term_rarity(terms)) if mode == "hybrid" else 0.0)
+    fused = fuse(legs, mode, files, KEYWORD_CEILING * best_bm25(rarity) if mode == "hybrid" else 0.0)
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
@@ -116,9 +117,9 @@ def search(
     else:
         chosen, others = fused[:k], {}
     hits = ranker.chunks_by_id([cid for cid, _ in chosen])
-    spread = ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0)
-    evidence = gather(legs.get("vector", []), spread, ranker.terms_in(list(hits), terms), terms, ranker.term_rarity(terms),
-                      files, reference_for(indexed_with))
+    evidence = gather(ranker.terms_in(list(hits), terms), terms, rarity, files, legs.get("vector", []), legs.get("keyword", []),
+                      ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0), reference_for(indexed_with),
+                      best_bm25(rarity))
     judge = model_for(indexed_with, mode)
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
@@ -174,10 +175,10 @@ def rerank(reranker: Reranker, query: str, candidates: Scores, ranker: Ranker) -
     return sorted(zip(ids, map(float, scores)), key=lambda item: -item[1])
 
 
-def keyword_ceiling(rarity: dict[str, float]) -> float:
-    """The BM25 score a passage holding every query word (often) would reach, times
-    KEYWORD_CEILING: the keyword leg's scale when its best candidate falls short of it."""
-    return KEYWORD_CEILING * sum(value * (BM25_K1 + 1) for value in rarity.values())
+def best_bm25(rarity: dict[str, float]) -> float:
+    """The BM25 score a passage holding every query word (often) would reach; the keyword leg's
+    scale in hybrid fusion is KEYWORD_CEILING of it when its best candidate falls short."""
+    return sum(value * (BM25_K1 + 1) for value in rarity.values())
 
 
 def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top: float = 0.0) -> Scores:
