@@ -88,7 +88,7 @@ def test_epub_chapters_in_spine_order_without_ruby_readings() -> None:
 def test_mail_iso2022jp_with_windows_characters_html_only_attachments_and_mbox() -> None:
     extracted, _ = extract_file(make.eml_iso2022jp("懇親会の出欠確認", "来週金曜の懇親会の出欠を教えてください。"), "email", "a.eml")
     assert extracted.title == "懇親会の出欠確認"
-    assert "From: 山田 太郎" in extracted.text and "懇親会の出欠を教えて" in extracted.text
+    assert extracted.text.startswith("Subject: 懇親会の出欠確認\nFrom: 山田 太郎") and "懇親会の出欠を教えて" in extracted.text
     assert "①第一案で進める" in extracted.text
     html = make.eml_html_only("お知らせ", "<html><body><nav><a href='/'>ホーム</a> <a href='/a'>一覧</a></nav><p>サーバーの保守は日曜の夜に行います。</p></body></html>")
     text = text_of(html, "news.eml")

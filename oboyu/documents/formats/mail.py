@@ -60,12 +60,14 @@ def _parse(data: bytes) -> Message:
 
 def _add_message(out: TextBuilder, message: Message, depth: int, heading_level: int) -> None:
     """A message's headers and text; its attachments after it. heading_level 0: the subject is
-    the document's title, not a heading."""
+    the document's title and a header line, not a heading."""
     subject = _header(message, "subject")
     if heading_level:
         out.heading(subject or "(no subject)", heading_level)
-    people = [f"{label}: {value}" for label, value in (("From", _header(message, "from")), ("To", _header(message, "to")),
-                                                      ("Cc", _header(message, "cc")), ("Date", _header(message, "date"))) if value]
+    # a lone message's subject is its title, and in its text too: the preview shows the mail as sent
+    fields = (("Subject", "" if heading_level else subject), ("From", _header(message, "from")),
+              ("To", _header(message, "to")), ("Cc", _header(message, "cc")), ("Date", _header(message, "date")))
+    people = [f"{label}: {value}" for label, value in fields if value]
     if people:
         out.paragraph("\n".join(people))
     body = _body(message)
