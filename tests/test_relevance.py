@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import EXAMPLE_NOTES, run_oboyu
 
-from oboyu.documents.keywords import words
+from oboyu.documents.keywords import match_spans, term_counts, words
 from oboyu.index.indexer import Indexer
 from oboyu.search.confidence import FEATURES, model_for
 from oboyu.tui.app import OboyuApp
@@ -64,6 +64,28 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     # hiragana for a katakana word finds it by its words alone
     kana = run_oboyu(oboyu_env, "query", "みーてぃんぐ", "--mode", "keyword", "--json")
     assert [Path(r["path"]).name for r in json.loads(kana.stdout)][:1] == ["meeting-jp.md"], kana.stderr
+
+
+def test_a_compound_the_dictionary_does_not_know_is_found_by_its_parts(tmp_path: Path, embedder) -> None:
+    from oboyu.index.store import Store
+    from oboyu.search import search
+
+    compound = "ジャーナリングファイルシステムは電源断の後も整合性を保つ。"
+    assert "じゃーなりんぐふぁいるしすてむ" in words(compound)  # one unknown word to the dictionary
+    assert "::しす" in term_counts(compound) and "::しす" not in term_counts("ファイルシステムを作る")  # known words: none
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "journal.md").write_text(f"# 障害対策\n\n{compound}\n", encoding="utf-8")
+    (notes / "fs.md").write_text("# ディスク\n\nファイルシステムを作る前にパーティションを切る。\n", encoding="utf-8")
+    (notes / "other.md").write_text("# 料理\n\n玉ねぎを炒めてから煮込む。\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([notes])
+    with Store(db, read_only=True) as store:
+        found = search(store, None, "ファイルシステム", 5, mode="keyword")
+    # the note that holds the words first; the compound by its parts after it, the part marked
+    assert [Path(r.path).name for r in found] == ["fs.md", "journal.md"]
+    assert [found[1].snippet[a:b] for a, b in found[1].matches] == ["ファイルシステム"]
+    assert match_spans("ジャーナリングファイルシステム", set(words("システム"))) == [(11, 15)]
 
 
 def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -> None:

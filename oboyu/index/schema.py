@@ -19,7 +19,7 @@ from oboyu.index.records import Root, keyword_text
 if TYPE_CHECKING:
     from oboyu.index.store import Store
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -90,8 +90,14 @@ def migrate_to_6(store: Store) -> None:
     _index_keywords(store)
 
 
+def migrate_to_7(store: Store) -> None:
+    """The keyword index made anew: words the dictionary does not know gain their character
+    bigrams, so that a query finds such a compound by its parts."""
+    migrate_to_6(store)
+
+
 MIGRATIONS: dict[int, Callable[[Store], None]] = {
-    2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6,
+    2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
 }
 
 

@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 
 from oboyu.documents.crawl import reaches
+from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
@@ -275,7 +276,8 @@ class Store:
             self.con.execute(f"DELETE FROM documents WHERE id IN ({ids})")
 
     def insert_keywords(self, counts: list[tuple[str, dict[str, int]]]) -> None:
-        """Keyword postings and lengths of these chunks (the caller holds a transaction)."""
+        """Keyword postings and lengths of these chunks (the caller holds a transaction); a
+        chunk's length counts its words, not the bigrams of its unknown ones."""
         postings = [(cid, term, n) for cid, terms in counts for term, n in terms.items()]
         if postings:
             insert_columns(
@@ -287,7 +289,7 @@ class Store:
             insert_columns(
                 self.con,
                 "kw_lengths",
-                [objects([cid for cid, _ in counts]), np.array([sum(terms.values()) for _, terms in counts], dtype=np.int32)],
+                [objects([cid for cid, _ in counts]), np.array([words_in(terms) for _, terms in counts], dtype=np.int32)],
             )
 
     def _insert_vectors(self, ids: np.ndarray, vectors: np.ndarray) -> None:

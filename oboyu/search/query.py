@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from oboyu.documents.extract import part_location
-from oboyu.documents.keywords import words
+from oboyu.documents.keywords import fallback_terms, words
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
@@ -163,7 +163,8 @@ def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: li
         if mode == "hybrid":
             legs["lead"] = ranker.vector_scores(vector, n, filters, leads_only=True)
     if mode in ("hybrid", "keyword"):
-        legs["keyword"] = ranker.keyword_scores(terms, n, filters)
+        fallback = fallback_terms(terms)  # the words' bigrams, for compounds the dictionary did not know
+        legs["keyword"] = ranker.keyword_scores([*terms, *fallback], n, filters, weights=fallback)
     return legs
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,8 +45,10 @@ class Ranker(Protocol):
         """The n best chunks by cosine among those passing the filters (with `leads_only`, each
         file's first chunk only)."""
 
-    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
-        """The n best chunks by BM25 over the query's terms."""
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
+                       weights: Mapping[str, float] | None = None) -> Scores:
+        """The n best chunks by BM25 over the query's terms, each term's part multiplied by its
+        weight (1 when not given)."""
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         """Display fields of these chunks."""
@@ -147,26 +149,31 @@ class SqlRanker:
             held[cid].add(term)
         return held
 
-    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
+                       weights: Mapping[str, float] | None = None) -> Scores:
         terms = sorted(set(terms))
         if not terms:
             return []
         placeholders = ", ".join("?" for _ in terms)
+        weighed = ", ".join("(?, ?)" for _ in terms)
+        weight_params = [value for t in terms for value in (t, float((weights or {}).get(t, 1.0)))]
         with self._scope(filters, "p.chunk_id") as (join, where, params):
             return self.con.execute(
                 f"""
                 WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
+                wanted(term, weight) AS (VALUES {weighed}),
                 matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
                 df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
                 SELECT p.chunk_id,
-                       sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                       sum(w.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
                            * p.tf * ({BM25_K1} + 1)
                            / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
-                FROM matched p JOIN df USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
+                FROM matched p JOIN df USING (term) JOIN wanted w USING (term)
+                     JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
                 WHERE {where}
                 GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
                 """,
-                [*terms, *params, int(n)],
+                [*weight_params, *terms, *params, int(n)],
             ).fetchall()
 
     @contextlib.contextmanager

@@ -6,6 +6,8 @@ A `Ranker` for unfiltered searches; filtered ones rank in SQL (`SqlRanker`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from oboyu.errors import OboyuError
@@ -87,7 +89,8 @@ class ResidentIndex:
             last = self._last_scores = (key, self.generation, self.vectors @ query_vector.astype(np.float32))
         return last[2]
 
-    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None) -> Scores:
+    def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
+                       weights: Mapping[str, float] | None = None) -> Scores:
         _unfiltered(filters)
         total = len(self.chunk_ids)
         scores = np.zeros(total, dtype=np.float32)
@@ -96,7 +99,8 @@ class ResidentIndex:
             if term not in self.postings:
                 continue
             rows, tf = self.postings[term]
-            scores[rows] += idf(total, len(rows)) * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
+            weight = (weights or {}).get(term, 1.0)
+            scores[rows] += weight * idf(total, len(rows)) * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
             hit[rows] = True
         return self._top(scores, n, hit)
 
