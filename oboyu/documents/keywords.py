@@ -29,7 +29,7 @@ _PUNCT_ONLY = re.compile(r"^[\W_]+$")
 
 _local = threading.local()  # a MeCab tagger is not safe to share between threads
 BIGRAM_MARK = "::"  # starts a character bigram's term; no word has it (punctuation is dropped)
-FALLBACK_WEIGHT = 0.5  # all of a query word's bigrams together weigh this much of the word
+FALLBACK_WEIGHT = 0.25  # all of a query word's bigrams together weigh this much of the word
 
 
 def _tagger():
