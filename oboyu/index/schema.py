@@ -4,7 +4,9 @@ has one migration, numbered by the version it brings the file to, run in order i
 Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
 of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
 link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
-6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana). The embeddings table is made when the index's model is set (its width is the model's).
+6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana); 7 rebuilt again
+with the character bigrams of unknown words. The embeddings table is made when the index's model is
+set (its width is the model's).
 """
 
 from __future__ import annotations

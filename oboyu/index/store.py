@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 
 from oboyu.documents.crawl import reaches
-from oboyu.documents.keywords import words_in
+from oboyu.documents.keywords import BIGRAM_MARK, words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
@@ -393,7 +393,9 @@ class Store:
             "vectors without a chunk": "SELECT count(*) FROM embeddings WHERE chunk_id NOT IN (SELECT id FROM chunks)",
             "chunks without exactly one keyword length": "SELECT count(*) FROM chunks c WHERE (SELECT count(*) FROM kw_lengths l WHERE l.chunk_id = c.id) <> 1",
             "keyword rows without a chunk": "SELECT (SELECT count(*) FROM kw_lengths WHERE chunk_id NOT IN (SELECT id FROM chunks)) + (SELECT count(*) FROM kw_postings WHERE chunk_id NOT IN (SELECT id FROM chunks))",
-            "keyword lengths that disagree with postings": "SELECT count(*) FROM kw_lengths l WHERE l.length <> coalesce((SELECT sum(tf) FROM kw_postings p WHERE p.chunk_id = l.chunk_id), 0)",
+            "keyword lengths that disagree with postings": (  # a length counts words, not bigrams
+                "SELECT count(*) FROM kw_lengths l WHERE l.length <> coalesce((SELECT sum(tf) FROM kw_postings p "
+                f"WHERE p.chunk_id = l.chunk_id AND NOT starts_with(p.term, '{BIGRAM_MARK}')), 0)"),
             "duplicate chunk ids": "SELECT count(*) - count(DISTINCT id) FROM chunks",
             "duplicate paths": "SELECT count(*) - count(DISTINCT path) FROM documents",
             "documents whose chunks are not numbered 0..n-1": "SELECT count(*) FROM (SELECT document_id FROM chunks GROUP BY document_id HAVING min(ordinal) <> 0 OR max(ordinal) <> count(*) - 1 OR count(DISTINCT ordinal) <> count(*))",
