@@ -1,19 +1,19 @@
 """How sure a result is: the estimated probability that it is relevant, comparable across
 queries, modes and index sizes, and the line under which a result is a weak match.
 
-Computed from absolute evidence, not from the rank among whatever came back: the best passage's
-cosine to the query, how far it stands above the query's cosine to the index's passages at large
-(in their standard deviations: some queries look alike to everything; a small folder's few
-passages are topped up with the model's typical spread, so that three notes cannot make every
-match look ordinary, nor a large index's crowd of near neighbours make every match look weak), the
-gap to the other files (a right answer usually leads them by a clear margin; a question the folder
-cannot answer finds several files about as alike), and the share of the query's words
-the passage holds (title and heading included). A logistic model per embedding model and mode turns
-that into a probability; its
-weights and the weak-match threshold come from `benchmarks/calibrate.py`, fitted on the
-development sets, and live in `calibration.json` beside this module. A model without a fitted
-table is judged by its words alone (the keyword table, which does not depend on the model), and
-in vector and hybrid mode nothing is called weak: its cosines say nothing we have measured.
+Computed from absolute evidence, not from the rank among whatever came back: the passage's cosine
+to the query; how far that stands above the query's cosine to the index's passages at large (in
+their standard deviations: some queries look alike to everything; a small folder's few passages
+are topped up with the model's typical spread, so that three notes cannot make every match look
+ordinary, nor a large index's crowd of near neighbours make every match look weak); its lead over
+the other files (a right answer usually leads them by a clear margin, a question the folder cannot
+answer finds several files about as alike; in keyword mode the lead in BM25); and the share of the
+query's words the passage holds (title and heading included). A logistic model per embedding
+model and mode turns that into a probability; its weights and the weak-match threshold come from
+`benchmarks/calibrate.py`, fitted on the development sets, and live in `calibration.json` beside
+this module. A model without a fitted table is judged by its words alone (the keyword table,
+which does not depend on the model), and in vector and hybrid mode nothing is called weak: its
+cosines say nothing we have measured.
 """
 
 from __future__ import annotations
