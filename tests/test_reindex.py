@@ -224,3 +224,37 @@ def test_a_file_deleted_between_listing_and_reading_is_skipped_with_its_reason(
     assert [(s.path.name, s.reason) for s in stats.skipped] == [("meeting.md", "cannot read: No such file or directory")]
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
+
+
+def test_a_file_that_cannot_be_indexed_is_remembered_until_it_changes(tmp_path: Path, embedder: Embedder,
+                                                                      monkeypatch, oboyu_env: dict) -> None:
+    import oboyu.index.indexer as indexer_module
+
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "# メモ\n\n読めるメモ。\n")
+    locked = notes / "locked.pdf"
+    locked.write_bytes(encrypt(make_pdf(["secret report"]), "pw"))
+    noise = notes / "noise.txt"
+    noise.write_bytes(b"\x00\x01\x02 binary")
+    db = Path(oboyu_env["OBOYU_DB"])
+    read: list[str] = []
+    real_extract = indexer_module.extract_file
+    monkeypatch.setattr(indexer_module, "extract_file", lambda data, kind, name: (read.append(name), real_extract(data, kind, name))[1])
+
+    first = Indexer(db, embedder).index([notes])
+    assert first.added == 1 and sorted(s.path.name for s in first.skipped) == ["locked.pdf", "noise.txt"]
+    read.clear()
+    again = Indexer(db, embedder).update()
+    assert read == [] and again.added == 0  # not read again: said as skipped, with the reason
+    assert {s.path.name: s.reason for s in again.skipped} == {s.path.name: s.reason for s in first.skipped}
+    pending = json.loads(oboyu(oboyu_env, "status", "--pending", "--json").stdout)
+    assert pending["added"] == [] and sorted(Path(s["path"]).name for s in pending["skipped"]) == ["locked.pdf", "noise.txt"]
+
+    assert Indexer(db, embedder, full=True).update().added == 0 and {"locked.pdf", "noise.txt"} <= set(read)  # --full tries
+    read.clear()
+    noise.write_text("いまは読める文字。\n", encoding="utf-8")  # changed: tried, indexed, forgotten
+    locked.unlink()  # gone: forgotten
+    fixed = Indexer(db, embedder).update()
+    assert read == ["noise.txt"] and fixed.added == 1 and fixed.skipped == []
+    with Store(db, read_only=True) as store:
+        assert store.skipped_under(str(notes)) == {}

@@ -236,7 +236,8 @@ def test_the_smaller_surprises(tmp_path: Path, oboyu_env: dict, embedder: Embedd
     assert "late-nul.txt: binary file" in indexed.stderr
     (notes / "new.txt").write_text("新しい議事録。\n", encoding="utf-8")
     pending = oboyu(oboyu_env, "status", "--pending")
-    assert "added    " + str(notes / "new.txt") in pending.stdout and "2 to add" in pending.stdout  # the report is the output
+    assert "added    " + str(notes / "new.txt") in pending.stdout  # the report is the output
+    assert "1 to add" in pending.stdout and "1 skipped" in pending.stdout  # the binary file is known: not "to add" again
     assert pending.stderr == ""
     rebuilt = oboyu(oboyu_env, "reindex", "--full")
     assert "0 changed" in rebuilt.stderr and "3 unchanged" in rebuilt.stderr  # nothing changed: not "changed"

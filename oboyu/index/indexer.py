@@ -32,8 +32,8 @@ from oboyu.documents.keywords import term_counts
 from oboyu.errors import OboyuError
 from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
 from oboyu.index.lock import IndexLock
-from oboyu.index.plan import Part, Plan, compare, stored_files
-from oboyu.index.records import ChunkRecord, DocumentRecord, Root, StoredFile, chunk_id, keyword_text
+from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Root, StoredFile, chunk_id, keyword_text
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.paths import is_within
@@ -111,6 +111,15 @@ class _Touched:
     entry: FileEntry
 
 
+@dataclass
+class _Unindexable:
+    """A file whose content cannot be indexed (encrypted, corrupt, no text): skipped, and
+    remembered so that later updates pass it over until it changes."""
+
+    entry: FileEntry
+    reason: str
+
+
 def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
     """What the model reads for a chunk: its title and heading path (cut to CONTEXT_CHARS, which
     chunk sizes leave room for), then its text."""
@@ -152,6 +161,7 @@ class Indexer:
         self.cache = cache
         self.full = full
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+        self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
 
     # --- what callers ask ----------------------------------------------------------------------
 
@@ -214,7 +224,8 @@ class Indexer:
             stats = IndexStats()
             parts = self._root_parts(store, names, stats)
             stored = stored_files(store, parts)
-        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True)
+            known = known_skips(store, parts)
+        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True, known=known)
         plan.missing_roots = stats.missing_roots
         return plan
 
@@ -232,9 +243,10 @@ class Indexer:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
                 parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
+                self._known_skips = known_skips(store, parts)
                 recorded = store.left_out()  # every root's, so also the indexed folders
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
-            plan = compare(stored, parts, self.max_bytes, self.full)
+            plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips)
             # a junk folder indexed on its own is not left out: its own root walks it
             plan.skipped = [s for s in plan.skipped if str(s.path) not in recorded]
             self._apply(plan, stats)
@@ -272,10 +284,11 @@ class Indexer:
     def _apply(self, plan: Plan, stats: IndexStats) -> None:
         stats.skipped.extend(plan.skipped)
         stats.unchanged += plan.unchanged
-        if plan.renamed or plan.removed:
+        if plan.renamed or plan.removed or plan.forgotten:
             with self._open() as store:
                 store.move_documents(plan.renamed)
                 store.delete_paths(plan.removed)
+                store.remember_skipped([], plan.forgotten)
             stats.renamed += len(plan.renamed)
             stats.removed += len(plan.removed)
         todo: list[tuple[FileEntry, StoredFile | None]] = [(entry, None) for entry in plan.added]
@@ -291,6 +304,7 @@ class Indexer:
         pending: list[_Prepared] = []
         touched: list[FileEntry] = []
         unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
+        unindexable: list[_Unindexable] = []
         pending_chunks = 0
 
         def report(chunks_in_hand: int = 0) -> None:
@@ -312,11 +326,14 @@ class Indexer:
                     batch_ready = False
                     if item is None:
                         batch_ready = True
-                    elif isinstance(item, Skipped):
-                        stats.skipped.append(item)
+                    elif isinstance(item, (Skipped, _Unindexable)):
+                        path = item.path if isinstance(item, Skipped) else item.entry.path
+                        stats.skipped.append(Skipped(path, item.reason))
                         done_files += 1
-                        if str(item.path) in indexed_before:
-                            unreadable.append(str(item.path))
+                        if str(path) in indexed_before:
+                            unreadable.append(str(path))
+                        if isinstance(item, _Unindexable):
+                            unindexable.append(item)
                     elif isinstance(item, _Touched):
                         touched.append(item.entry)
                         done_files += 1
@@ -325,16 +342,16 @@ class Indexer:
                         pending.append(item)
                         pending_chunks += len(item.chunks)
                         batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or (work.empty() and pending_chunks >= 32)
-                    if batch_ready and (pending or touched or unreadable):
-                        self._embed_and_store(pending, touched, unreadable, stats, report)
+                    if batch_ready and (pending or touched or unreadable or unindexable):
+                        self._embed_and_store(pending, touched, unreadable, unindexable, stats, report)
                         done_files += len(pending)
                         done_bytes += sum(p.entry.size for p in pending)
-                        pending, touched, unreadable, pending_chunks = [], [], [], 0
+                        pending, touched, unreadable, unindexable, pending_chunks = [], [], [], [], 0
                     report()
                     if item is None:
                         break
-                if stats.stopped and (touched or unreadable):  # finished work is kept
-                    self._embed_and_store([], touched, unreadable, stats)
+                if stats.stopped and (touched or unreadable or unindexable):  # finished work is kept
+                    self._embed_and_store([], touched, unreadable, unindexable, stats)
         finally:
             self.progress.clear()
 
@@ -376,7 +393,7 @@ class Indexer:
         if errors:
             raise errors[0]
 
-    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | Skipped:
+    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | _Unindexable | Skipped:
         path = entry.path
         try:
             # the stat of what we read: a file changed while being read looks changed next run
@@ -393,8 +410,8 @@ class Indexer:
             extracted, encoding = extract_file(data, entry.file_type, path.name)
             chunks = self.chunker.chunk(extracted)
         except Unextractable as exc:
-            return Skipped(path, str(exc))
-        except Exception as exc:  # one malformed file must not stop the run
+            return _Unindexable(entry, str(exc))
+        except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
             return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
         document = DocumentRecord(
             path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
@@ -406,7 +423,8 @@ class Indexer:
                          content_changed=previous is None or previous.sha256 != sha)
 
     def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
-                         stats: IndexStats, report: Callable[[int], None] = lambda _done: None) -> None:
+                         unindexable: list[_Unindexable], stats: IndexStats,
+                         report: Callable[[int], None] = lambda _done: None) -> None:
         texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
         parts, embedded, reused = [], 0, 0
         for start in range(0, len(texts), EMBED_GROUP_CHUNKS):  # a long file reports as it goes
@@ -429,6 +447,10 @@ class Indexer:
             store.write_documents(items)
             store.update_file_stats([(str(e.path), e.size, e.mtime_ns) for e in touched])
             store.delete_paths(unreadable)
+            # a file remembered as unindexable that reads now is forgotten
+            indexed_now = [p.document.path for p in prepared if p.document.path in self._known_skips]
+            store.remember_skipped([(str(u.entry.path), str(u.entry.root), KnownSkip(u.entry.size, u.entry.mtime_ns, u.reason))
+                                    for u in unindexable], indexed_now)
         stats.chunks += embedded
         stats.reused += reused
         stats.unchanged += len(touched)

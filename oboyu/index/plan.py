@@ -12,7 +12,7 @@ from pathlib import Path
 from oboyu.documents.crawl import FileEntry, Skipped, crawl_part
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import file_type_for
-from oboyu.index.records import Move, Root, StoredFile
+from oboyu.index.records import KnownSkip, Move, Root, StoredFile
 from oboyu.index.store import Store
 
 
@@ -35,6 +35,7 @@ class Plan:
     unchanged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     missing_roots: list[Root] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)  # remembered as unindexable, and gone or changed
 
     def is_empty(self) -> bool:
         return not (self.added or self.changed or self.removed or self.renamed)
@@ -57,10 +58,20 @@ def stored_files(store: Store, parts: list[Part]) -> dict[str, StoredFile]:
     return stored
 
 
+def known_skips(store: Store, parts: list[Part]) -> dict[str, KnownSkip]:
+    """The files under the parts whose content could not be indexed when last tried, by path."""
+    known: dict[str, KnownSkip] = {}
+    for part in parts:
+        known.update(store.skipped_under(str(part.path), part.root.path))
+    return known
+
+
 def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, full: bool = False,
-            hash_changed: bool = False) -> Plan:
+            hash_changed: bool = False, known: dict[str, KnownSkip] | None = None) -> Plan:
     """The plan for `parts`: with `full` every file counts as changed; with `hash_changed` a file
-    whose stat changed is hashed, and counts as unchanged when its content did not."""
+    whose stat changed is hashed, and counts as unchanged when its content did not. A file `known`
+    to be unindexable is skipped again while its stat is the same (with `full` it is tried)."""
+    known = known or {}
     plan = Plan()
     found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
     skipped: dict[str, Skipped] = {}
@@ -74,7 +85,10 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     gone = {path: stored[path] for path in stored if path not in found}
     for path, entry in found.items():
         previous = stored.get(path)
-        if previous is None:
+        skip = known.get(path)
+        if previous is None and skip is not None and not full and (skip.size, skip.mtime_ns) == (entry.size, entry.mtime_ns):
+            plan.skipped.append(Skipped(entry.path, skip.reason))
+        elif previous is None:
             plan.added.append(entry)
         elif full:
             plan.changed.append((entry, previous))
@@ -87,6 +101,8 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     if gone and plan.added and not full:
         _find_renames(plan, gone, max_bytes)
     plan.removed = sorted(gone)
+    plan.forgotten = sorted(path for path, skip in known.items()
+                            if path not in found or (skip.size, skip.mtime_ns) != (found[path].size, found[path].mtime_ns))
     return plan
 
 

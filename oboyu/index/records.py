@@ -53,6 +53,16 @@ class StoredFile:
 
 
 @dataclass
+class KnownSkip:
+    """A file whose content cannot be indexed (encrypted, corrupt, binary), as it was when tried:
+    passed over until its size or modification time changes."""
+
+    size: int
+    mtime_ns: int
+    reason: str
+
+
+@dataclass
 class SearchHit:
     """A chunk's display fields."""
 

@@ -5,7 +5,7 @@ Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths);
 of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
 link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
 6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana); 7 rebuilt again
-with the character bigrams of unknown words. The embeddings table is made when the index's model is
+with the character bigrams of unknown words, and the files that cannot be indexed remembered. The embeddings table is made when the index's model is
 set (its width is the model's).
 """
 
@@ -41,11 +41,12 @@ CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
 """
 _ROOTS = "CREATE TABLE IF NOT EXISTS roots (path VARCHAR, name VARCHAR, follow_symlinks BOOLEAN, added_at TIMESTAMP);"
 _LEFT_OUT = "ALTER TABLE roots ADD COLUMN left_out VARCHAR[]"
+_SKIPPED = "CREATE TABLE IF NOT EXISTS skipped_files (path VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, reason VARCHAR);"
 
 
 def create(store: Store) -> None:
     """The current schema in an empty file (the caller holds a transaction)."""
-    for ddl in (_BASE, _KEYWORDS, _ROOTS, _LEFT_OUT):
+    for ddl in (_BASE, _KEYWORDS, _ROOTS, _LEFT_OUT, _SKIPPED):
         store.con.execute(ddl)
     store.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
@@ -94,8 +95,10 @@ def migrate_to_6(store: Store) -> None:
 
 def migrate_to_7(store: Store) -> None:
     """The keyword index made anew: words the dictionary does not know gain their character
-    bigrams, so that a query finds such a compound by its parts."""
+    bigrams, so that a query finds such a compound by its parts. And the files whose content
+    cannot be indexed, remembered so that an update does not read them again."""
     migrate_to_6(store)
+    store.con.execute(_SKIPPED)
 
 
 MIGRATIONS: dict[int, Callable[[Store], None]] = {

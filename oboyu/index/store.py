@@ -23,7 +23,7 @@ from oboyu.documents.keywords import BIGRAM_MARK, words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
-from oboyu.index.records import ChunkRecord, DocumentRecord, Move, Root, RootSummary, StoredFile, chunk_id
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, RootSummary, StoredFile, chunk_id
 from oboyu.paths import is_within
 
 # The checkpoint a writer runs as it closes holds more of the index in DuckDB's buffer pool
@@ -171,6 +171,29 @@ class Store:
             [folder, prefix, root, root],
         ).fetchall()
         return {r[0]: StoredFile(r[1], r[2], r[3]) for r in rows}
+
+    def skipped_under(self, folder: str, root: str | None = None) -> dict[str, KnownSkip]:
+        """The files at or below `folder` whose content could not be indexed, as `files_under`."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        rows = self.con.execute(
+            "SELECT path, size, mtime_ns, reason FROM skipped_files WHERE (path = ? OR starts_with(path, ?))"
+            " AND (? IS NULL OR root = ?)",
+            [folder, prefix, root, root],
+        ).fetchall()
+        return {r[0]: KnownSkip(r[1], r[2], r[3]) for r in rows}
+
+    def remember_skipped(self, found: list[tuple[str, str, KnownSkip]], gone: list[str]) -> None:
+        """Files (path, root, what they were) whose content cannot be indexed; `gone`: files no
+        longer to remember (deleted, or indexed now)."""
+        paths = [path for path, _, _ in found] + gone
+        if not paths:
+            return
+        with self._transaction():
+            with registered(self.con, objects(paths)) as (name,):
+                self.con.execute(f"DELETE FROM skipped_files WHERE path IN (SELECT column0 FROM {name})")
+            if found:
+                self.con.executemany("INSERT INTO skipped_files VALUES (?, ?, ?, ?, ?)",
+                                     [(path, root, known.size, known.mtime_ns, known.reason) for path, root, known in found])
 
     def write_documents(self, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]]) -> None:
         """Replace these documents (by path) with their chunks and vectors, in one transaction."""
@@ -360,6 +383,7 @@ class Store:
             self._bump_generation()
             self._delete_paths(paths)
             self.con.execute("DELETE FROM roots WHERE path = ?", [root])
+            self.con.execute("DELETE FROM skipped_files WHERE root = ?", [root])
         return len(paths)
 
     def left_out(self) -> dict[str, list[str]]:
