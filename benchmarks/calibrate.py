@@ -7,7 +7,8 @@ precision) as Markdown and SVG under benchmarks/results/.
 
 Each set is indexed once into --db-dir (the same files `oboyu eval --db` makes; reused when
 present), and so are --small-folders folders of 6 documents drawn from the personal set (a
-person's small folder: each asked the personal questions it can answer and 10 absent ones).
+person's small folder: each asked the personal questions it can answer and 10 absent ones; half
+the documents with a copy and a revision of themselves beside them, as people keep them).
 Asking a folder the questions about the set's documents it does not hold was tried as a harder
 kind of absent question: the evidence cannot tell those from the questions it can answer (the
 documents are alike), so the threshold fell to nothing.
@@ -85,7 +86,10 @@ def absent_queries(name: str) -> list[Query]:
 
 def small_folders(db_dir: Path, embedder, count: int, size: int = 6, seed: int = 5) -> list[QuerySet]:
     """Folders of a few documents drawn from the personal set, as a person's small folder is:
-    each asked the personal questions whose document it holds, and the absent questions."""
+    each asked the personal questions whose document it holds, and the absent questions. Like a
+    person's, half the documents come with other versions of themselves (an exact copy, `… のコピー`,
+    and a revision with a paragraph gone, `…_v2`), which answer the same questions: a right answer
+    need not stand out from every other file."""
     rng = random.Random(seed)
     docs = {str(d["id"]): d["text"] for d in read_jsonl(DEV / "personal" / "docs.jsonl.gz")}
     questions = read_queries(DEV / "personal" / "queries.jsonl")
@@ -93,16 +97,31 @@ def small_folders(db_dir: Path, embedder, count: int, size: int = 6, seed: int =
     out = []
     for i in range(count):
         chosen = rng.sample(sorted(docs), size)
-        db = db_dir / f"calibrate-small-{seed}-{i}.duckdb"
+        versions = {doc_id: _versions(docs[doc_id], rng) for doc_id in chosen if rng.random() < 0.5}
+        db = db_dir / f"calibrate-versions-{seed}-{i}.duckdb"
         if not db.exists():
             with tempfile.TemporaryDirectory() as folder, Store(db) as store:
                 for doc_id in chosen:
                     (Path(folder) / doc_file_name(doc_id)).write_text(docs[doc_id], encoding="utf-8")
+                    for suffix, text in versions.get(doc_id, {}).items():
+                        (Path(folder) / doc_file_name(doc_id + suffix)).write_text(text, encoding="utf-8")
                 index_corpus(store, embedder, Path(folder), ProgressLine())
         store = Store(db, read_only=True)
-        present = [q for q in questions if q.relevant & set(chosen)]
+        present = [Query(q.id, q.text, q.relevant | {d + suffix for d in q.relevant for suffix in versions.get(d, {})})
+                   for q in questions if q.relevant & set(chosen)]
         out.append(QuerySet("small folders", store, present, rng.sample(absent, min(10, len(absent)))))
     return out
+
+
+def _versions(text: str, rng: random.Random) -> dict[str, str]:
+    """An exact copy of a document and a revision of it with one paragraph gone (or one added)."""
+    paragraphs = text.split("\n\n")
+    if len(paragraphs) >= 3:
+        gone = rng.randrange(1, len(paragraphs))
+        revised = "\n\n".join(p for k, p in enumerate(paragraphs) if k != gone)
+    else:
+        revised = text + "\n\n（改訂版）"
+    return {" のコピー": text, "_v2": revised}
 
 
 def examples_of(group: QuerySet, folder: int, embedder, mode: str) -> list[Example]:
