@@ -88,6 +88,23 @@ def test_a_compound_the_dictionary_does_not_know_is_found_by_its_parts(tmp_path:
     assert match_spans("ジャーナリングファイルシステム", set(words("システム"))) == [(11, 15)]
 
 
+def test_copies_of_a_file_are_one_result(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    text = "# 経費精算\n\n経費精算の締め日は毎月二十五日。領収書を添えて経理に出す。\n"
+    (notes / "経費精算.md").write_text(text, encoding="utf-8")
+    (notes / "経費精算 のコピー.md").write_text(text, encoding="utf-8")
+    (notes / "旅費.md").write_text("# 旅費\n\n出張の旅費は出張後一週間以内に精算する。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    found = json.loads(run_oboyu(oboyu_env, "query", "経費精算の締め日", "--json", "-k", "2", "--all").stdout)
+    # the copy folds into the first result, so the second place goes to another file
+    assert {Path(found[0]["path"]).name, *(Path(c).name for c in found[0]["copies"])} == {"経費精算.md", "経費精算 のコピー.md"}
+    assert [Path(r["path"]).name for r in found[1:]] == ["旅費.md"] and found[1]["copies"] == []
+    assert not found[0]["weak"]  # its copy does not make it look ordinary
+    human = run_oboyu(oboyu_env, "query", "経費精算の締め日", "-k", "2").stdout
+    assert "same as " in human and human.count("経費精算") >= 2
+
+
 def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -> None:
     docs = tmp_path / "docs.jsonl"
     docs.write_text("\n".join(json.dumps({"id": f.stem, "text": f.read_text(encoding="utf-8")}, ensure_ascii=False)

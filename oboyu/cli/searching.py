@@ -139,6 +139,9 @@ def _print_results(results: list[Result], explain: bool) -> None:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
         if heading:
             out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
+        if r.copies:  # the same content at other paths: one answer
+            same = "same as " + ", ".join(visible(path) for path in r.copies)
+            out.write(f"    {click.style(same, dim=True) if colour else same}\n")
         out.write(f"    {highlight(r.snippet, r.matches, colour)}\n")
         if explain:
             legs = ", ".join(

@@ -76,6 +76,7 @@ class SearchHit:
     page_start: int | None = None  # the parts (pages, slides, rows, ...) of the passage
     page_end: int | None = None
     file_type: str = ""
+    content: str = ""  # the file's content hash: copies of a file share it ("" when unknown)
 
 
 @dataclass(frozen=True)

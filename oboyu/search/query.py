@@ -13,6 +13,7 @@ import numpy as np
 from oboyu.documents.extract import part_location
 from oboyu.documents.keywords import fallback_terms, words
 from oboyu.errors import OboyuError
+from oboyu.index.records import SearchHit
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
@@ -55,6 +56,7 @@ class Result:
     weak: bool = False  # its confidence is under the weak-match threshold
     evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     fused: float = 0.0  # the mode's ranking score (fusion of the legs), which orders the results
+    copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
 
     @property
     def part(self) -> str:
@@ -112,14 +114,20 @@ def search(
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
-    if group:
-        chosen, others = _best_per_file(files, fused, k)
+    if group:  # twice the files asked for: copies of one file fold into one result
+        chosen, others = _best_per_file(files, fused, 2 * k)
+        hits = ranker.chunks_by_id([cid for cid, _ in chosen])
+        chosen, copies = _fold_copies(chosen, hits, k)
     else:
-        chosen, others = fused[:k], {}
-    hits = ranker.chunks_by_id([cid for cid, _ in chosen])
-    evidence = gather(ranker.terms_in(list(hits), terms), terms, rarity, files, legs.get("vector", []), legs.get("keyword", []),
-                      ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0), reference_for(indexed_with),
-                      best_bm25(rarity))
+        chosen, others, copies = fused[:k], {}, {}
+        hits = ranker.chunks_by_id([cid for cid, _ in chosen])
+    # copies of a file count as that file when confidence weighs a result's lead over the others
+    content_of = {hit.path: hit.content for hit in hits.values() if hit.content}
+    same_file = {cid: content_of.get(path, path) for cid, path in files.items()}
+    evidence = gather(ranker.terms_in([cid for cid, _ in chosen], terms), terms, rarity, same_file,
+                      legs.get("vector", []), legs.get("keyword", []),
+                      ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0),
+                      reference_for(indexed_with), best_bm25(rarity))
     judge = model_for(indexed_with, mode)
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
@@ -140,7 +148,7 @@ def search(
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
                 file_type=hit.file_type, weak=confidence < judge.threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
-                fused=round(float(score), 4),
+                fused=round(float(score), 4), copies=copies.get(cid, []),
             )
         )
     return results
@@ -187,6 +195,27 @@ def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top:
         return list(legs[mode])
     passages = {leg: legs[leg] for leg in ("vector", "keyword")}
     return convex_with_files(passages, {"lead": legs["lead"]}, files, HYBRID_WEIGHTS, {"keyword": keyword_top})
+
+
+def _fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Scores, dict[str, list[str]]]:
+    """The first k results of distinct content, each with the paths of its copies among the
+    rest (`のコピー.xlsx`, `(1).epub`: one answer, not a list of the same file)."""
+    kept: Scores = []
+    first: dict[str, str] = {}  # content hash -> the chunk id that shows it
+    copies: dict[str, list[str]] = {}
+    for cid, score in chosen:
+        hit = hits.get(cid)
+        if hit is None:
+            continue
+        shown = first.get(hit.content) if hit.content else None
+        if shown is not None:
+            copies[shown].append(hit.path)
+        elif len(kept) < k:
+            kept.append((cid, score))
+            copies[cid] = []
+            if hit.content:
+                first[hit.content] = cid
+    return kept, copies
 
 
 def _best_per_file(

@@ -236,7 +236,8 @@ class SqlRanker:
 
     def _hits(self, where: str) -> dict[str, SearchHit]:
         rows = self.con.execute(
-            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, c.page_start, c.page_end, d.file_type "
+            "SELECT c.id, d.path, d.title, c.heading, c.start_line, c.end_line, c.text, c.page_start, c.page_end, d.file_type, "
+            "d.sha256 "
             f"FROM chunks c JOIN documents d ON d.id = c.document_id {where}"
         ).fetchall()
         return {row[0]: SearchHit(*row) for row in rows}

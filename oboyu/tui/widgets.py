@@ -47,6 +47,8 @@ def result_prompt(result: Result) -> Group:
     first.add_column(justify="right", no_wrap=True)
     name = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
     name.append(f"  {display_path(path.parent)}", style="dim")
+    if result.copies:  # the same file elsewhere, folded into this result
+        name.append(f"  +{len(result.copies)} {'copy' if len(result.copies) == 1 else 'copies'}", style="dim")
     score = f"{result.score:.3f}"
     if result.other_matches:
         score = f"+{result.other_matches}  {score}"
