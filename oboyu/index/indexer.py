@@ -119,6 +119,10 @@ class _Unindexable:
     entry: FileEntry
     reason: str
 
+    @property
+    def path(self) -> Path:
+        return self.entry.path
+
 
 def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
     """What the model reads for a chunk: its title and heading path (cut to CONTEXT_CHARS, which
@@ -327,11 +331,10 @@ class Indexer:
                     if item is None:
                         batch_ready = True
                     elif isinstance(item, (Skipped, _Unindexable)):
-                        path = item.path if isinstance(item, Skipped) else item.entry.path
-                        stats.skipped.append(Skipped(path, item.reason))
+                        stats.skipped.append(Skipped(item.path, item.reason))
                         done_files += 1
-                        if str(path) in indexed_before:
-                            unreadable.append(str(path))
+                        if str(item.path) in indexed_before:
+                            unreadable.append(str(item.path))
                         if isinstance(item, _Unindexable):
                             unindexable.append(item)
                     elif isinstance(item, _Touched):

@@ -164,23 +164,20 @@ class Store:
     def files_under(self, folder: str, root: str | None = None) -> dict[str, StoredFile]:
         """The indexed files at or below `folder` (of that root only, when `root` is given: a
         folder named on its own inside another root keeps its files)."""
-        prefix = folder.rstrip(os.sep) + os.sep
-        rows = self.con.execute(
-            "SELECT path, size, mtime_ns, sha256 FROM documents WHERE (path = ? OR starts_with(path, ?))"
-            " AND (? IS NULL OR root = ?)",
-            [folder, prefix, root, root],
-        ).fetchall()
-        return {r[0]: StoredFile(r[1], r[2], r[3]) for r in rows}
+        return {r[0]: StoredFile(*r[1:]) for r in self._rows_under("documents", "sha256", folder, root)}
 
     def skipped_under(self, folder: str, root: str | None = None) -> dict[str, KnownSkip]:
         """The files at or below `folder` whose content could not be indexed, as `files_under`."""
+        return {r[0]: KnownSkip(*r[1:]) for r in self._rows_under("skipped_files", "reason", folder, root)}
+
+    def _rows_under(self, table: str, last: str, folder: str, root: str | None) -> list[tuple]:
+        """(path, size, mtime_ns, `last`) of a table's files at or below `folder`, of `root` only when given."""
         prefix = folder.rstrip(os.sep) + os.sep
-        rows = self.con.execute(
-            "SELECT path, size, mtime_ns, reason FROM skipped_files WHERE (path = ? OR starts_with(path, ?))"
+        return self.con.execute(
+            f"SELECT path, size, mtime_ns, {last} FROM {table} WHERE (path = ? OR starts_with(path, ?))"
             " AND (? IS NULL OR root = ?)",
             [folder, prefix, root, root],
         ).fetchall()
-        return {r[0]: KnownSkip(r[1], r[2], r[3]) for r in rows}
 
     def remember_skipped(self, found: list[tuple[str, str, KnownSkip]], gone: list[str]) -> None:
         """Files (path, root, what they were) whose content cannot be indexed; `gone`: files no

@@ -107,10 +107,11 @@ def search(
             )
     terms = words(query)  # once: for the keyword leg and for every snippet
     rarity = ranker.term_rarity(terms)
+    full_match = best_bm25(rarity)
     vector = embedder.embed_queries([query])[0] if embedder is not None and mode in ("hybrid", "vector") else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files, KEYWORD_CEILING * best_bm25(rarity) if mode == "hybrid" else 0.0)
+    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode == "hybrid" else 0.0)
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
@@ -127,7 +128,7 @@ def search(
     evidence = gather(ranker.terms_in([cid for cid, _ in chosen], terms), terms, rarity, same_file,
                       legs.get("vector", []), legs.get("keyword", []),
                       ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0),
-                      reference_for(indexed_with), best_bm25(rarity))
+                      reference_for(indexed_with), full_match)
     judge = model_for(indexed_with, mode)
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}

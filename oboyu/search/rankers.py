@@ -24,7 +24,6 @@ from oboyu.paths import is_within
 from oboyu.search.filters import Filters
 
 BM25_K1, BM25_B = 0.9, 0.4
-SPREAD_SAMPLE = 2_000  # passages a query's cosine spread is measured on (confidence's standout)
 LITERAL_IDS = 20_000
 _MATCHED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (index, generation, filters) -> (kept, left out)
 
@@ -54,8 +53,8 @@ class Ranker(Protocol):
         """Display fields of these chunks."""
 
     def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
-        """Mean and standard deviation of the query's cosine to the index's passages (all, or a
-        sample of SPREAD_SAMPLE), and how many they were: how alike an arbitrary passage looks."""
+        """Mean and standard deviation of the query's cosine to the index's passages, and how many
+        they were: how alike an arbitrary passage looks."""
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         """Each term's BM25 idf in the whole index (a term no chunk holds: the highest)."""
@@ -97,10 +96,10 @@ class SqlRanker:
         dim = int(self.store.get_meta("dimensions") or 0)
         if dim == 0:
             return 0.0, 0.0, 0
-        literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
+        # over every passage: the scan costs what a sample's would (DuckDB reads all rows to draw one)
         mean, std, count = self.con.execute(
-            f"SELECT avg(s), stddev_pop(s), count(*) FROM (SELECT array_inner_product(vector, {literal}) AS s "
-            f"FROM embeddings USING SAMPLE reservoir({SPREAD_SAMPLE} ROWS) REPEATABLE (7))"
+            f"SELECT avg(s), stddev_pop(s), count(*) FROM (SELECT array_inner_product(vector, {_vector_literal(query_vector, dim)}) AS s "
+            "FROM embeddings)"
         ).fetchone() or (0.0, 0.0, 0)
         return float(mean or 0.0), float(std or 0.0), int(count)
 
@@ -111,8 +110,7 @@ class SqlRanker:
             return []
         if query_vector.shape[-1] != dim:
             raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
-        # a literal: binding a list parameter costs tens of milliseconds in DuckDB's Python API
-        literal = "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
+        literal = _vector_literal(query_vector, dim)
         with self._scope(filters, "e.chunk_id") as (join, where, params):
             if leads_only:
                 join = join or "JOIN chunks c ON c.id = e.chunk_id"
@@ -273,3 +271,9 @@ def _ints(con, sql: str) -> np.ndarray:
     """The first column of a query, as row numbers."""
     result = con.execute(sql).fetchnumpy()
     return next(iter(result.values())).astype(np.int64)
+
+
+def _vector_literal(query_vector: np.ndarray, dim: int) -> str:
+    """The query vector as a SQL literal: binding a list parameter costs tens of milliseconds in
+    DuckDB's Python API."""
+    return "[" + ",".join(repr(float(x)) for x in query_vector.astype(np.float32)) + f"]::FLOAT[{dim}]"
