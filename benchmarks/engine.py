@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -104,8 +103,7 @@ def indexed_texts(db: Path, embedder: Embedder) -> list[str]:
         rows = store.con.execute(
             "SELECT d.title, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id"
         ).fetchall()
-    return [embedder.passage_text(embedding_text(SimpleNamespace(title=title), SimpleNamespace(heading=heading, text=text)))
-            for title, heading, text in rows]
+    return [embedder.passage_text(embedding_text(title, heading, text)) for title, heading, text in rows]
 
 
 def search_latency(db: Path, embedder: Embedder, queries: list[str]) -> dict:

@@ -127,7 +127,8 @@ def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embe
         if not db.exists():
             continue
         with Store(db, read_only=True) as store:  # opens, is consistent, answers
-            assert store.integrity_problems() == [], f"round {round_}, killed after {delay:.2f}s"
+            # killed between its keyword and meaning passes, a run leaves chunks waiting for vectors
+            assert store.integrity_problems(vectors_made=False) == [], f"round {round_}, killed after {delay:.2f}s"
             search(store, embedder, "バックアップの復元", k=5)
             generations.append(store.get_meta("generation"))
         with IndexLock(db):  # the killed process left no lock behind
@@ -169,7 +170,10 @@ def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embe
     for query in during:
         assert query.returncode == 0, query.stderr  # an answer from the last committed state
         assert "Traceback" not in query.stderr and "IO Error" not in query.stderr
-        assert query.stderr in ("", "oboyu: waiting: another oboyu process is writing the index\n")
+        notes = [line for line in query.stderr.splitlines()
+                 if line != "oboyu: waiting: another oboyu process is writing the index"
+                 and not line.startswith("oboyu: meaning search reaches ")]  # files whose vectors are still being made
+        assert notes == []
     seen = [len(json.loads(q.stdout)) for q in during]
     assert seen == sorted(seen)  # batches land one after another, never lost
 

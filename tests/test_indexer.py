@@ -46,8 +46,13 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
     stream = io.StringIO()
     with Store(tmp_path / "index.duckdb") as store:
         Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
-    last = stream.getvalue().strip().splitlines()[-1]
-    assert last.startswith("indexing 3/3 files · 3 chunks · ") and "chunks/s" in last and "ETA" in last
+    lines = stream.getvalue().strip().splitlines()
+    reading = [line for line in lines if line.startswith("reading ")]
+    assert reading[-1].startswith("reading 3/3 files · 3 chunks · ") and "chunks/s" in reading[-1] and "ETA" in reading[-1]
+    assert any(line.startswith("keyword search is ready; making the vectors of 3 passages") for line in lines)
+    meaning = [line for line in lines if line.startswith("meaning: ")]
+    assert meaning[0].startswith("meaning: 0% of passages (0/3)") and meaning[-1].startswith("meaning: 100% of passages (3/3) · ")
+    assert lines.index(reading[-1]) < lines.index(meaning[0])
 
 
 def test_a_malformed_file_is_skipped_and_the_run_goes_on(tmp_path: Path, embedder: Embedder) -> None:

@@ -17,8 +17,9 @@ from conftest import run_oboyu as oboyu
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
-from oboyu.index.indexer import Indexer, IndexProgress
+from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
+from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 

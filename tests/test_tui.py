@@ -165,13 +165,13 @@ def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
         (extra / f"plant-{i}.md").write_text(f"# 植物 {i}\n\nトマトの苗は日当たりの良い場所に植える。水やりは朝に。\n", encoding="utf-8")
     # hold the indexer's first batch until a search has been answered, so the two overlap
     searched = threading.Event()
-    original = Indexer._embed_and_store
+    original = Indexer._store_batch
 
     def gated(self, *args):
         assert searched.wait(60), "no search was answered while indexing"
         return original(self, *args)
 
-    monkeypatch.setattr(Indexer, "_embed_and_store", gated)
+    monkeypatch.setattr(Indexer, "_store_batch", gated)
 
     async def run() -> None:
         app = OboyuApp(db, embedder)

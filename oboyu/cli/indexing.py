@@ -13,7 +13,8 @@ import click
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import Indexer, IndexStats
+from oboyu.index.indexer import Indexer
+from oboyu.index.reports import IndexStats
 from oboyu.models.loading import load_embedder
 from oboyu.progress import ProgressLine
 from oboyu.text import json_safe, visible
@@ -157,6 +158,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--pending", is_flag=True, help="List what an update would change, changing nothing.")
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
     """Show what the index holds: its folders, files, chunks and model."""
+    from oboyu.index.reports import meaning_share
     from oboyu.index.store import file_bytes
     from oboyu.models.providers import choose_here
 
@@ -166,6 +168,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         return
     with open_reading(path) as store:
         documents, chunks = store.counts()
+        embedded, _ = store.vector_coverage()
         model = store.model_id()
         wanted = {root.path for root in store.roots_named(list(names))} if names else None  # unknown: an error
         summaries = [r for r in store.root_summaries() if wanted is None or r.path in wanted]
@@ -181,6 +184,9 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         "provider": choose_here().provider,
         "documents": documents,
         "chunks": chunks,
+        "meaning": f"{meaning_share(embedded, chunks)} of passages" + (
+            "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; an interrupted run? `oboyu index` finishes it)"),
+        "embedded_chunks": embedded,
         "bytes": file_bytes(path),
         "roots": roots,
     }
@@ -188,7 +194,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         click.echo(json_safe(json.dumps(info, ensure_ascii=False, indent=2)))
         return
     for key, value in info.items():
-        if key != "roots":
+        if key not in ("roots", "embedded_chunks"):
             click.echo(visible(f"{key:>10}: {value}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
     for row, summary in zip(roots, summaries):

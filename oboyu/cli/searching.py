@@ -63,6 +63,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
     Each result's score is its confidence: the estimated probability that it is what you asked
     for. Results under the weak-match line are left out unless --all; when none is left, oboyu
     says "no good match" (exit 1)."""
+    from oboyu.index.reports import meaning_share
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 
@@ -77,6 +78,11 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
             if value and (meaning := describe_age(value)):
                 click.echo(f"oboyu: {option} {meaning} ago", err=True)  # 6m is minutes, 6mo months
         embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode != "keyword" else None
+        embedded, chunks = store.vector_coverage()
+        if mode != "keyword" and embedded < chunks:
+            click.echo(f"oboyu: meaning search reaches {meaning_share(embedded, chunks)} of passages so far; the rest are "
+                       "found by their words until their vectors are made (by the `oboyu index` under way, or by "
+                       "`oboyu index` after an interrupted one)", err=True)
         reranker = load_reranker(rerank)
         if not from_stdin:
             results = search(store, embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,

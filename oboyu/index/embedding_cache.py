@@ -177,6 +177,20 @@ def _is_full(exc: BaseException) -> bool:
     return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 
+def cached_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> np.ndarray:
+    """The vectors the cache already has for these passages; a row of NaN for each it has not
+    (the indexer's keyword pass stores those rows as vectors still to make)."""
+    out = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
+    if cache is None or not texts:
+        return out
+    keys = [EmbeddingCache.key(embedder.info.fingerprint, embedder.passage_text(t)) for t in texts]
+    known = cache.get_many(keys, embedder.info.dimensions)
+    for row, key in enumerate(keys):
+        if key in known:
+            out[row] = known[key]
+    return out
+
+
 def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:
     """Vectors of these passages, from the cache where it has them, the rest embedded and kept:
     (vectors, how many embedded, how many reused). A text repeated in the batch embeds once."""

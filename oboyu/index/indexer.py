@@ -18,7 +18,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -30,55 +30,20 @@ from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
 from oboyu.errors import OboyuError
-from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
+from oboyu.index.embedding_cache import EmbeddingCache, cached_passages, embed_passages
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
-from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Root, StoredFile, chunk_id, keyword_text
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id, keyword_text
+from oboyu.index.reports import IndexProgress, IndexStats
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.paths import is_within
-from oboyu.progress import ProgressLine, format_duration
+from oboyu.progress import ProgressLine
 
-EMBED_GROUP_CHUNKS = 256  # chunks gathered from several files before one embedding call
+EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
+KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
+KEYWORD_COMMIT_SECONDS = 2.0  # ... or fewer, when this long has passed since the last write
 QUEUE_FILES = 64
-
-
-@dataclass
-class IndexStats:
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    renamed: int = 0
-    unchanged: int = 0
-    chunks: int = 0  # embedded by the model in this run
-    reused: int = 0  # vectors taken from the embedding cache
-    skipped: list[Skipped] = field(default_factory=list)
-    missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
-    seconds: float = 0.0
-    stopped: bool = False  # asked to stop before the end; what was stored is complete per file
-
-    def summary(self) -> str:
-        line = (
-            f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
-            f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
-            f"{self.chunks} chunks embedded, {self.reused} reused from the cache"
-        )
-        return line + (" (stopped early)" if self.stopped else "")
-
-
-@dataclass
-class IndexProgress:
-    files_done: int
-    files_total: int
-    chunks: int
-    rate: float  # chunks per second
-    eta: float  # seconds
-
-    def line(self) -> str:
-        return (
-            f"indexing {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
-            f"{self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
-        )
 
 
 class WritableIndex(Protocol):
@@ -104,6 +69,9 @@ class _Prepared:
     content_changed: bool  # False for a file rebuilt by --full whose content is as indexed
 
 
+_NOTHING_YET = object()  # the reader had no file ready within KEYWORD_COMMIT_SECONDS
+
+
 @dataclass
 class _Touched:
     """A file whose stat changed but whose content did not."""
@@ -124,15 +92,15 @@ class _Unindexable:
         return self.entry.path
 
 
-def embedding_text(document: DocumentRecord, chunk: Chunk) -> str:
-    """What the model reads for a chunk: its title and heading path (cut to CONTEXT_CHARS, which
-    chunk sizes leave room for), then its text."""
-    context = chunk.heading
-    if document.title and not context.startswith(document.title):
-        context = f"{document.title} > {context}" if context else document.title
+def embedding_text(title: str | None, heading: str, text: str) -> str:
+    """What the model reads for a chunk: its document's title and its heading path (cut to
+    CONTEXT_CHARS, which chunk sizes leave room for), then its text."""
+    context = heading
+    if title and not context.startswith(title):
+        context = f"{title} > {context}" if context else title
     if len(context) > CONTEXT_CHARS:
         context = context[: CONTEXT_CHARS - 1] + "…"
-    return f"{context}\n{chunk.text}" if context else chunk.text
+    return f"{context}\n{text}" if context else text
 
 
 class Indexer:
@@ -166,6 +134,7 @@ class Indexer:
         self.full = full
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
         self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
+        self._vectors_missing = 0  # chunks waiting for their vector: none, and the meaning pass has nothing to look for
 
     # --- what callers ask ----------------------------------------------------------------------
 
@@ -249,6 +218,8 @@ class Indexer:
                 stored = stored_files(store, parts)
                 self._known_skips = known_skips(store, parts)
                 recorded = store.left_out()  # every root's, so also the indexed folders
+                embedded, chunks = store.vector_coverage()
+                self._vectors_missing = chunks - embedded  # an interrupted run's, to make in this one
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
             plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips)
             # a junk folder indexed on its own is not left out: its own root walks it
@@ -297,28 +268,30 @@ class Indexer:
             stats.removed += len(plan.removed)
         todo: list[tuple[FileEntry, StoredFile | None]] = [(entry, None) for entry in plan.added]
         self._process(todo + list(plan.changed), stats)
+        if not stats.stopped and self._vectors_missing:
+            self._embed_missing(stats)
 
     def _process(self, todo: list[tuple[FileEntry, StoredFile | None]], stats: IndexStats) -> None:
+        """The keyword pass: read, extract and chunk the files, store them with their keyword
+        terms (and the vectors the cache has) a batch at a time, committed at least every
+        KEYWORD_COMMIT_SECONDS: keyword search finds a file soon after the run reaches it."""
         if not todo:
             return
         total_bytes = sum(e.size for e, _ in todo) or 1
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
-        started = time.perf_counter()
-        done_files = done_bytes = 0
+        started = last_write = time.perf_counter()
+        done_files = done_bytes = chunks_read = 0
         pending: list[_Prepared] = []
         touched: list[FileEntry] = []
         unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
         unindexable: list[_Unindexable] = []
         pending_chunks = 0
 
-        def report(chunks_in_hand: int = 0) -> None:
-            """Progress, counting the chunks of the batch in hand embedded so far: one long file
-            shows its progress too."""
+        def report() -> None:
             elapsed = time.perf_counter() - started
-            embedded = stats.chunks + chunks_in_hand
-            rate = embedded / elapsed if elapsed > 0 else 0.0
+            rate = chunks_read / elapsed if elapsed > 0 else 0.0
             eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
-            self._report(IndexProgress(done_files, len(todo), stats.chunks + stats.reused + chunks_in_hand, rate, eta))
+            self._report(IndexProgress(done_files, len(todo), chunks_read, rate, eta))
 
         try:
             with self._reader(todo) as work:
@@ -326,35 +299,79 @@ class Indexer:
                     if self.stop.is_set():
                         stats.stopped = True
                         break
-                    item = work.get()
-                    batch_ready = False
-                    if item is None:
-                        batch_ready = True
-                    elif isinstance(item, (Skipped, _Unindexable)):
+                    try:
+                        item = work.get(timeout=KEYWORD_COMMIT_SECONDS)
+                    except queue.Empty:  # a slow file: what is read so far gets searchable meanwhile
+                        item = _NOTHING_YET
+                    done_files += isinstance(item, (Skipped, _Unindexable, _Touched, _Prepared))
+                    if isinstance(item, (Skipped, _Unindexable)):
                         stats.skipped.append(Skipped(item.path, item.reason))
-                        done_files += 1
                         if str(item.path) in indexed_before:
                             unreadable.append(str(item.path))
                         if isinstance(item, _Unindexable):
                             unindexable.append(item)
                     elif isinstance(item, _Touched):
                         touched.append(item.entry)
-                        done_files += 1
                         done_bytes += item.entry.size
-                    else:
+                    elif isinstance(item, _Prepared):
                         pending.append(item)
                         pending_chunks += len(item.chunks)
-                        batch_ready = pending_chunks >= EMBED_GROUP_CHUNKS or (work.empty() and pending_chunks >= 32)
-                    if batch_ready and (pending or touched or unreadable or unindexable):
-                        self._embed_and_store(pending, touched, unreadable, unindexable, stats, report)
-                        done_files += len(pending)
-                        done_bytes += sum(p.entry.size for p in pending)
+                        chunks_read += len(item.chunks)
+                        done_bytes += item.entry.size
+                    due = (item is None or pending_chunks >= KEYWORD_BATCH_CHUNKS
+                           or time.perf_counter() - last_write >= KEYWORD_COMMIT_SECONDS)
+                    if due and (pending or touched or unreadable or unindexable):
+                        self._store_batch(pending, touched, unreadable, unindexable, stats)
                         pending, touched, unreadable, unindexable, pending_chunks = [], [], [], [], 0
+                        last_write = time.perf_counter()
                     report()
                     if item is None:
                         break
                 if stats.stopped and (touched or unreadable or unindexable):  # finished work is kept
-                    self._embed_and_store([], touched, unreadable, unindexable, stats)
+                    self._store_batch([], touched, unreadable, unindexable, stats)
+        finally:
+            self.progress.clear()
+
+    def _embed_missing(self, stats: IndexStats) -> None:
+        """The meaning pass: vectors for every chunk of the index that has none (this run's new
+        text, and what an interrupted run left), EMBED_GROUP_CHUNKS at a time, each group's
+        vectors committed together. Setting `stop` ends it after the group in hand; the next
+        run goes on from there."""
+        with self._open() as store:
+            waiting = store.chunks_without_vectors()
+            embedded_before, total = store.vector_coverage()
+        if not waiting:
+            return
+        self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} passages "
+                              "(meaning search reaches each as it is made)")
+        started = time.perf_counter()
+        done = 0
+
+        def report(in_hand: int) -> None:
+            elapsed = time.perf_counter() - started
+            rate = (done + in_hand) / elapsed if elapsed > 0 and done + in_hand else 0.0
+            eta = (len(waiting) - done - in_hand) / rate if rate > 0 else 0.0
+            self._report(IndexProgress(0, 0, done + in_hand, rate, eta, phase="meaning",
+                                       vectors_done=embedded_before + done + in_hand, vectors_total=total))
+
+        try:
+            report(0)
+            for start in range(0, len(waiting), EMBED_GROUP_CHUNKS):
+                if self.stop.is_set():
+                    stats.stopped = True
+                    return
+                ids = waiting[start : start + EMBED_GROUP_CHUNKS]
+                with self._open() as store:
+                    inputs = store.embedding_inputs(ids)
+                ids = [cid for cid in ids if cid in inputs]
+                texts = [embedding_text(*inputs[cid]) for cid in ids]
+                vectors, fresh, cached = embed_passages(self.embedder, texts, self.cache)
+                with self._open() as store:
+                    store.add_vectors(ids, vectors)
+                stats.chunks += fresh
+                stats.reused += cached
+                done += len(ids)
+                report(0)
         finally:
             self.progress.clear()
 
@@ -425,17 +442,15 @@ class Indexer:
         return _Prepared(entry, document, chunks, pages, terms, is_new=previous is None,
                          content_changed=previous is None or previous.sha256 != sha)
 
-    def _embed_and_store(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
-                         unindexable: list[_Unindexable], stats: IndexStats,
-                         report: Callable[[int], None] = lambda _done: None) -> None:
-        texts = [embedding_text(p.document, c) for p in prepared for c in p.chunks]
-        parts, embedded, reused = [], 0, 0
-        for start in range(0, len(texts), EMBED_GROUP_CHUNKS):  # a long file reports as it goes
-            part, fresh, cached = embed_passages(self.embedder, texts[start : start + EMBED_GROUP_CHUNKS], self.cache)
-            parts.append(part)
-            embedded, reused = embedded + fresh, reused + cached
-            report(start + len(part))
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.info.dimensions), np.float32)
+    def _store_batch(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
+                     unindexable: list[_Unindexable], stats: IndexStats) -> None:
+        """One write of the keyword pass: the files' documents, chunks and keyword terms, with the
+        vectors the cache holds (the rest wait for the meaning pass)."""
+        texts = [embedding_text(p.document.title, c.heading, c.text) for p in prepared for c in p.chunks]
+        vectors = cached_passages(self.embedder, texts, self.cache)
+        missing = int(np.isnan(vectors).any(axis=1).sum()) if len(texts) else 0
+        stats.reused += len(texts) - missing
+        self._vectors_missing += missing
         items, offset = [], 0
         for p in prepared:
             n = len(p.chunks)
@@ -454,8 +469,6 @@ class Indexer:
             indexed_now = [p.document.path for p in prepared if p.document.path in self._known_skips]
             store.remember_skipped([(str(u.entry.path), str(u.entry.root), KnownSkip(u.entry.size, u.entry.mtime_ns, u.reason))
                                     for u in unindexable], indexed_now)
-        stats.chunks += embedded
-        stats.reused += reused
         stats.unchanged += len(touched)
         stats.removed += len(unreadable)
         for p in prepared:

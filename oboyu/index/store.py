@@ -19,9 +19,9 @@ import duckdb
 import numpy as np
 
 from oboyu.documents.crawl import reaches
-from oboyu.documents.keywords import BIGRAM_MARK, words_in
+from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
-from oboyu.index import schema
+from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, RootSummary, StoredFile, chunk_id
 from oboyu.paths import is_within
@@ -193,7 +193,9 @@ class Store:
                                      [(path, root, known.size, known.mtime_ns, known.reason) for path, root, known in found])
 
     def write_documents(self, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]]) -> None:
-        """Replace these documents (by path) with their chunks and vectors, in one transaction."""
+        """Replace these documents (by path) with their chunks and vectors, in one transaction. A
+        row of NaN is a vector not made yet: the chunk is searchable by keyword until
+        `add_vectors` gives it one."""
         if not items:
             return
         with self._transaction():
@@ -238,7 +240,9 @@ class Store:
                     ],
                 )
                 vectors = np.vstack([v for _, cs, v in items if len(cs)]).astype(np.float32)
-                self._insert_vectors(objects([c.id for _, c in chunks]), vectors)
+                made = ~np.isnan(vectors).any(axis=1)
+                if made.any():
+                    self._insert_vectors(objects([c.id for _, c in chunks])[made], vectors[made])
                 self.insert_keywords([(c.id, c.terms) for _, c in chunks])
 
     def move_documents(self, moves: list[Move]) -> None:
@@ -311,6 +315,36 @@ class Store:
                 "kw_lengths",
                 [objects([cid for cid, _ in counts]), np.array([words_in(terms) for _, terms in counts], dtype=np.int32)],
             )
+
+    def chunks_without_vectors(self) -> list[str]:
+        """Ids of the chunks still waiting for their vectors, file by file in index order: what an
+        indexing run's meaning pass (or the next run, after an interruption) embeds."""
+        sql = "SELECT c.id FROM chunks c ANTI JOIN embeddings e ON e.chunk_id = c.id ORDER BY c.document_id, c.ordinal"
+        return [cid for (cid,) in self.con.execute(sql).fetchall()]
+
+    def embedding_inputs(self, ids: list[str]) -> dict[str, tuple[str | None, str, str]]:
+        """(document title, heading, text) of these chunks: what their embedding text is made of."""
+        if not ids:
+            return {}
+        with registered(self.con, objects(ids)) as (name,):
+            rows = self.con.execute(
+                "SELECT c.id, d.title, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.id IN (SELECT column0 FROM {name})"
+            ).fetchall()
+        return {cid: (title, heading, text) for cid, title, heading, text in rows}
+
+    def add_vectors(self, ids: list[str], vectors: np.ndarray) -> None:
+        """Vectors for chunks that had none, in one transaction."""
+        if not ids:
+            return
+        with self._transaction():
+            self._bump_generation()
+            self._insert_vectors(objects(ids), vectors.astype(np.float32))
+
+    def vector_coverage(self) -> tuple[int, int]:
+        """(chunks with their vector, chunks): how much of the index meaning search reaches."""
+        embedded = self._number("SELECT count(*) FROM embeddings") if self.get_meta("dimensions") else 0
+        return embedded, self._number("SELECT count(*) FROM chunks")
 
     def _insert_vectors(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         dim = vectors.shape[1]
@@ -402,32 +436,9 @@ class Store:
             name, n = f"{base}-{n}", n + 1
         return name
 
-    # --- consistency -------------------------------------------------------------------------
-
-    def integrity_problems(self) -> list[str]:
-        """What breaks the index's invariants (empty when none): every chunk with one vector, one
-        keyword length and its document; documents' chunks numbered 0..n-1; no duplicate paths or
-        ids; every document under a registered root."""
-        checks = {
-            "chunks without a document": "SELECT count(*) FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
-            "chunks without exactly one vector": "SELECT count(*) FROM chunks c WHERE (SELECT count(*) FROM embeddings e WHERE e.chunk_id = c.id) <> 1",
-            "vectors without a chunk": "SELECT count(*) FROM embeddings WHERE chunk_id NOT IN (SELECT id FROM chunks)",
-            "chunks without exactly one keyword length": "SELECT count(*) FROM chunks c WHERE (SELECT count(*) FROM kw_lengths l WHERE l.chunk_id = c.id) <> 1",
-            "keyword rows without a chunk": "SELECT (SELECT count(*) FROM kw_lengths WHERE chunk_id NOT IN (SELECT id FROM chunks)) + (SELECT count(*) FROM kw_postings WHERE chunk_id NOT IN (SELECT id FROM chunks))",
-            "keyword lengths that disagree with postings": (  # a length counts words, not bigrams
-                "SELECT count(*) FROM kw_lengths l WHERE l.length <> coalesce((SELECT sum(tf) FROM kw_postings p "
-                f"WHERE p.chunk_id = l.chunk_id AND NOT starts_with(p.term, '{BIGRAM_MARK}')), 0)"),
-            "duplicate chunk ids": "SELECT count(*) - count(DISTINCT id) FROM chunks",
-            "duplicate paths": "SELECT count(*) - count(DISTINCT path) FROM documents",
-            "documents whose chunks are not numbered 0..n-1": "SELECT count(*) FROM (SELECT document_id FROM chunks GROUP BY document_id HAVING min(ordinal) <> 0 OR max(ordinal) <> count(*) - 1 OR count(DISTINCT ordinal) <> count(*))",
-            "documents outside every root": "SELECT count(*) FROM documents WHERE root NOT IN (SELECT path FROM roots)",
-        }
-        problems = []
-        for what, sql in checks.items():
-            n = self._number(sql)
-            if n:
-                problems.append(f"{n} {what}")
-        return problems
+    def integrity_problems(self, vectors_made: bool = True) -> list[str]:
+        """What breaks the index's invariants (`oboyu.index.integrity`); empty when none."""
+        return integrity.problems(self.con, vectors_made)
 
     def root_summaries(self) -> list[RootSummary]:
         """Every root with its counts of documents and chunks and its last update."""
@@ -461,10 +472,8 @@ def file_bytes(path: Path) -> int:
     """Size of the index on disk, its write-ahead log included."""
     total = 0
     for candidate in (Path(path), Path(str(path) + ".wal")):
-        try:
+        with contextlib.suppress(OSError):  # the log comes and goes with checkpoints
             total += candidate.stat().st_size
-        except OSError:
-            pass
     return total
 
 

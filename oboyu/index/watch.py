@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from oboyu.index.indexer import Indexer, IndexStats
+from oboyu.index.indexer import Indexer
+from oboyu.index.reports import IndexStats
 
 DEBOUNCE_MS = 400  # the longest a batch gathers events
 QUIET_MS = 50  # a batch closes after this long without events

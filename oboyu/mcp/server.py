@@ -111,7 +111,7 @@ class OboyuTools:
         ]
         updates = [r["last_update"] for r in roots if r["last_update"]]
         return {"db": str(self.db_path), "model": summary.model, "documents": summary.documents,
-                "chunks": summary.chunks, "roots": roots, "last_update": max(updates) if updates else None}
+                "chunks": summary.chunks, "embedded_chunks": summary.embedded, "roots": roots, "last_update": max(updates) if updates else None}
 
     def index(self, path: str) -> dict[str, Any]:
         if not self.allow_index:

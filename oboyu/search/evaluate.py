@@ -17,7 +17,8 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import Indexer, IndexStats
+from oboyu.index.indexer import Indexer
+from oboyu.index.reports import IndexStats
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.progress import ProgressLine

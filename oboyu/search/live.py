@@ -41,6 +41,7 @@ class IndexSummary:
     documents: int
     chunks: int
     roots: list[RootSummary] = field(default_factory=list)
+    embedded: int = 0  # chunks with their vector: meaning search reaches them
 
 
 class LiveIndex:
@@ -148,4 +149,5 @@ class LiveIndex:
             return IndexSummary(None, 0, 0)
         with self.reading() as store:
             documents, chunks = store.counts()
-            return IndexSummary(store.model_id(), documents, chunks, store.root_summaries())
+            embedded, _ = store.vector_coverage()
+            return IndexSummary(store.model_id(), documents, chunks, store.root_summaries(), embedded)

@@ -45,7 +45,7 @@ class Result:
     title: str | None
     snippet: str
     chunk_id: str
-    mode: str = "vector"
+    mode: str = "vector"  # how it was judged: the search's mode, or keyword for a passage whose vector is not made yet
     matches: list[tuple[int, int]] = field(default_factory=list)  # query words in the snippet
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
     leg_scores: dict[str, float | None] = field(default_factory=dict)  # each leg's raw score
@@ -130,6 +130,9 @@ def search(
                       ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0),
                       reference_for(indexed_with), full_match)
     judge = model_for(indexed_with, mode)
+    # an index still being built: a passage whose vector is not made yet has only keyword evidence
+    by_keyword = model_for(indexed_with, "keyword")
+    waiting = set() if mode == "keyword" else {cid for cid, _ in chosen} - ranker.embedded([cid for cid, _ in chosen])
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
@@ -138,16 +141,17 @@ def search(
     for rank, (cid, score) in enumerate(chosen, start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
-        confidence = judge.probability(evidence[cid])
+        found_by, judged_by = ("keyword", by_keyword) if cid in waiting else (mode, judge)
+        confidence = judged_by.probability(evidence[cid])
         results.append(
             Result(
                 rank=rank, score=round(confidence, 4), path=hit.path, start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
-                snippet=snippet, chunk_id=cid, mode=mode, matches=matches,
+                snippet=snippet, chunk_id=cid, mode=found_by, matches=matches,
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type, weak=confidence < judge.threshold,
+                file_type=hit.file_type, weak=confidence < judged_by.threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
                 fused=round(float(score), 4), copies=copies.get(cid, []),
             )

@@ -65,6 +65,10 @@ class Ranker(Protocol):
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         """chunk id -> path of its file."""
 
+    def embedded(self, ids: list[str]) -> set[str]:
+        """Those of these chunks that have their vector (an index being built gets its keyword
+        terms first, its vectors after)."""
+
 
 @dataclass
 class Snapshot:
@@ -73,7 +77,8 @@ class Snapshot:
     generation: str
     model_id: str | None
     chunk_ids: np.ndarray  # object
-    vectors: np.ndarray  # float32 (rows, dimensions)
+    vectors: np.ndarray  # float32 (rows, dimensions); zeros where `embedded` is False
+    embedded: np.ndarray  # bool: the row has its vector (the rest wait for the meaning pass)
     leads: np.ndarray  # bool: the row is its file's first chunk
     lengths: np.ndarray  # float32: keyword terms per chunk
     terms: np.ndarray  # object: distinct terms, sorted
@@ -223,6 +228,12 @@ class SqlRanker:
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         return self._hits(f"WHERE c.id IN ({sql_strings(ids)})") if ids else {}
 
+    def embedded(self, ids: list[str]) -> set[str]:
+        if not ids or self.store.get_meta("dimensions") is None:
+            return set()
+        rows = self.con.execute(f"SELECT chunk_id FROM embeddings WHERE chunk_id IN ({sql_strings(ids)})").fetchall()
+        return {cid for (cid,) in rows}
+
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         if not ids:
             return {}
@@ -245,12 +256,20 @@ class SqlRanker:
         come back as three numeric arrays rather than as Python strings."""
         con = self.con
         generation = self.store.get_meta("generation") or ""
-        rows = "(SELECT chunk_id, (row_number() OVER (ORDER BY chunk_id) - 1)::INTEGER AS row FROM embeddings)"
-        embeddings = con.execute("SELECT chunk_id, vector FROM embeddings ORDER BY chunk_id").fetchnumpy()
-        chunk_ids = embeddings["chunk_id"].astype(object)
+        # rows are every chunk, in id order; a chunk still waiting for its vector has a row of zeros
+        rows = "(SELECT id AS chunk_id, (row_number() OVER (ORDER BY id) - 1)::INTEGER AS row FROM chunks)"
+        chunk_ids = con.execute("SELECT id FROM chunks ORDER BY id").fetchnumpy()["id"].astype(object)
         total = len(chunk_ids)
-        vectors = np.stack(list(embeddings["vector"])).astype(np.float32) if total else np.zeros((0, 0), np.float32)
-        del embeddings
+        dim = int(self.store.get_meta("dimensions") or 0)
+        vectors = np.zeros((total, dim), np.float32)
+        embedded = np.zeros(total, dtype=bool)
+        if dim:
+            found = con.execute(f"SELECT r.row, e.vector FROM embeddings e JOIN {rows} r USING (chunk_id)").fetchnumpy()
+            if len(found["row"]):
+                at = found["row"].astype(np.int64)
+                vectors[at] = np.stack(list(found["vector"])).astype(np.float32)
+                embedded[at] = True
+            del found
         leads = np.zeros(total, dtype=bool)
         leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
         lengths = np.zeros(total, dtype=np.float32)
@@ -263,8 +282,8 @@ class SqlRanker:
             f"JOIN {numbered} n USING (term)"
         ).fetchnumpy()
         roots = dict(con.execute("SELECT path, root FROM documents").fetchall())
-        return Snapshot(generation, self.store.model_id(), chunk_ids, vectors, leads, lengths, terms, postings,
-                        self._hits(""), roots)
+        return Snapshot(generation, self.store.model_id(), chunk_ids, vectors, embedded, leads, lengths, terms,
+                        postings, self._hits(""), roots)
 
 
 def _ints(con, sql: str) -> np.ndarray:

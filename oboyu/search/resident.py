@@ -23,6 +23,7 @@ class ResidentIndex:
         self._model_id: str | None = None  # the model the loaded vectors came from
         self.chunk_ids = np.array([], dtype=object)
         self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self.has_vector = np.zeros(0, dtype=bool)  # rows still waiting for the meaning pass: False
         self.postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (chunk rows, tf)
         self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
         self.hits: dict[str, SearchHit] = {}  # display fields of every chunk
@@ -42,6 +43,7 @@ class ResidentIndex:
         self._model_id = snapshot.model_id
         self.hits, self.roots = snapshot.hits, snapshot.roots
         self.chunk_ids, self.vectors, self.leads = snapshot.chunk_ids, snapshot.vectors, snapshot.leads
+        self.has_vector = snapshot.embedded
         lengths = snapshot.lengths
         average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
         self.length_norm = (BM25_K1 * (1 - BM25_B + BM25_B * lengths / average)).astype(np.float32)
@@ -71,15 +73,21 @@ class ResidentIndex:
     def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
                       leads_only: bool = False) -> Scores:
         _unfiltered(filters)
-        if not len(self.chunk_ids):
+        if not self.has_vector.any():
             return []
-        return self._top(self._cosines(query_vector), n, self.leads if leads_only else None)
+        complete = bool(self.has_vector.all())  # the usual case: no mask to apply
+        if leads_only:
+            return self._top(self._cosines(query_vector), n, self.leads if complete else self.has_vector & self.leads)
+        return self._top(self._cosines(query_vector), n, None if complete else self.has_vector)
 
     def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
-        if not len(self.chunk_ids):
+        if not self.has_vector.any():
             return 0.0, 0.0, 0
-        cosines = self._cosines(query_vector)
+        cosines = self._cosines(query_vector)[self.has_vector]
         return float(cosines.mean()), float(cosines.std()), len(cosines)
+
+    def embedded(self, ids: list[str]) -> set[str]:
+        return {cid for cid, row in self._rows(ids).items() if self.has_vector[row]}
 
     def _cosines(self, query_vector: np.ndarray) -> np.ndarray:
         """The query's cosine to every passage; hybrid asks several times a query: one product."""
@@ -108,10 +116,13 @@ class ResidentIndex:
         total = len(self.chunk_ids)
         return {t: idf(total, len(self.postings[t][0]) if t in self.postings else 0) for t in set(terms)}
 
-    def terms_in(self, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
-        # rows are in chunk-id order, as the snapshot sorted them
+    def _rows(self, ids: list[str]) -> dict[str, int]:
+        """The rows of these chunks (in chunk-id order, as the snapshot sorted them)."""
         found: list[int] = np.searchsorted(self.chunk_ids, ids).tolist() if len(self.chunk_ids) else []
-        rows = {cid: int(row) for cid, row in zip(ids, found) if row < len(self.chunk_ids) and self.chunk_ids[row] == cid}
+        return {cid: int(row) for cid, row in zip(ids, found) if row < len(self.chunk_ids) and self.chunk_ids[row] == cid}
+
+    def terms_in(self, ids: list[str], terms: list[str]) -> dict[str, set[str]]:
+        rows = self._rows(ids)
         held: dict[str, set[str]] = {cid: set() for cid in ids}
         for term in set(terms):
             if term in self.postings:

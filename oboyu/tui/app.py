@@ -29,7 +29,7 @@ from oboyu.documents.extract import SOURCE_TYPES
 from oboyu.documents.keywords import match_spans, words
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import IndexProgress, IndexStats
+from oboyu.index.reports import IndexProgress, IndexStats, meaning_share
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder
 from oboyu.models.rerank import Reranker
@@ -453,6 +453,8 @@ class OboyuApp(App):
         else:
             model = "loading model…" if not self.model_ready.is_set() else "no model"
         parts = [f"{self.summary.documents:,} docs", f"{self.summary.chunks:,} chunks", self.mode]
+        if self.summary.embedded < self.summary.chunks and self.index_progress is None:
+            parts.append(f"meaning: {meaning_share(self.summary.embedded, self.summary.chunks)} of passages")
         if self.filters != Filters():
             parts.append("filtered")
         if self.stale:

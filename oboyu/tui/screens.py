@@ -18,7 +18,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar, Static
 
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import IndexProgress
+from oboyu.index.reports import IndexProgress
 from oboyu.search.filters import Filters, make_filters
 from oboyu.search.live import IndexSummary
 from oboyu.text import visible
@@ -239,7 +239,7 @@ class IndexScreen(Screen):
             text.update(Text(visible(message)) if message else
                         ("indexing…" if self.oboyu.indexing else "a: add a folder · r: reindex · d: remove"))
             return
-        bar.update(total=max(progress.files_total, 1), progress=progress.files_done)
+        bar.update(total=1000, progress=round(1000 * progress.share))
         text.update(progress.line())
 
     def selected_root(self) -> str | None:

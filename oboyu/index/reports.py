@@ -1,0 +1,73 @@
+"""What an indexing run tells: its progress through the keyword and meaning passes, and what it
+did (`IndexStats`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oboyu.documents.crawl import Skipped
+from oboyu.index.records import Root
+from oboyu.progress import format_duration
+
+
+@dataclass
+class IndexStats:
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    chunks: int = 0  # embedded by the model in this run
+    reused: int = 0  # vectors taken from the embedding cache
+    skipped: list[Skipped] = field(default_factory=list)
+    missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
+    seconds: float = 0.0
+    stopped: bool = False  # asked to stop before the end; what was stored is complete per file
+
+    def summary(self) -> str:
+        line = (
+            f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
+            f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
+            f"{self.chunks} chunks embedded, {self.reused} reused from the cache"
+        )
+        return line + (" (stopped early)" if self.stopped else "")
+
+
+@dataclass
+class IndexProgress:
+    """A step of either pass: `keywords` (files read, chunks made; keyword search finds them)
+    or `meaning` (vectors made for the index's chunks; meaning search reaches them)."""
+
+    files_done: int
+    files_total: int
+    chunks: int  # read (keywords), embedded (meaning) so far in this pass
+    rate: float  # chunks per second
+    eta: float  # seconds
+    phase: str = "keywords"
+    vectors_done: int = 0  # the index's chunks with their vector (meaning)
+    vectors_total: int = 0
+
+    @property
+    def share(self) -> float:
+        """How far the pass is, 0..1."""
+        if self.phase == "meaning":
+            return self.vectors_done / self.vectors_total if self.vectors_total else 1.0
+        return self.files_done / self.files_total if self.files_total else 1.0
+
+    def line(self) -> str:
+        if self.phase == "meaning":
+            return (
+                f"meaning: {meaning_share(self.vectors_done, self.vectors_total)} of passages "
+                f"({self.vectors_done:,}/{self.vectors_total:,}) · {self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+            )
+        return (
+            f"reading {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
+            f"{self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+        )
+
+
+def meaning_share(done: int, total: int) -> str:
+    """`43%`; never 100% while a passage waits, nor 0% once one has its vector."""
+    if not total or done >= total:
+        return "100%"
+    return f"{min(99, max(1 if done else 0, round(100 * done / total)))}%"

@@ -1,0 +1,152 @@
+"""Progressive indexing, as a person meets it: `oboyu index` makes a folder searchable by its words
+first, then by meaning; a query from another process is answered by keyword while the vectors are
+being made and by hybrid search afterwards; a run killed during the vector pass is finished by the
+next one, leaving the index a single run would have made."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from oboyu.errors import IndexBusyError
+from oboyu.index.embedding_cache import EmbeddingCache
+from oboyu.index.indexer import Indexer
+from oboyu.index.reports import IndexProgress
+from oboyu.index.store import Store, open_for_reading
+from oboyu.models.embedding import Embedder
+from oboyu.search.query import search
+from tests.conftest import run_oboyu
+from tests.test_crash_and_concurrency import assert_same_index, make_tree, run_env, snapshot, start_index
+
+MEANING_PASS = "keyword search is ready; making the vectors of"
+PROBE = "確定申告の領収書"  # words the generated notes are made of
+
+
+def _coverage(db: Path) -> tuple[int, int]:
+    with open_for_reading(db, wait_seconds=30) as store:
+        return store.vector_coverage()
+
+
+def _pause_with_index_free(process: subprocess.Popen, db: Path) -> None:
+    """SIGSTOP the indexer at a moment it does not hold the index file open (it opens it for
+    each write only): stopped inside a write, it is let go on a moment and stopped again."""
+    for _ in range(200):
+        process.send_signal(signal.SIGSTOP)
+        try:
+            open_for_reading(db, wait_seconds=0).close()
+            return
+        except IndexBusyError:
+            process.send_signal(signal.SIGCONT)
+            time.sleep(0.01)
+    pytest.fail("the indexer never let the index file go")
+
+
+@pytest.mark.slow
+def test_keyword_answers_while_vectors_are_made_and_a_killed_meaning_pass_resumes(
+        tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+    tree = tmp_path / "tree"
+    make_tree(tree, random.Random(7), 90)  # several groups of vectors to make: the pass cannot end unseen
+    env = run_env(oboyu_env, tmp_path)
+    db = Path(env["OBOYU_DB"])
+    process = start_index(env, str(tree))
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith(MEANING_PASS):
+                break
+        else:
+            pytest.fail(f"no meaning pass announced; exit {process.wait()}")
+        _pause_with_index_free(process, db)
+        embedded, total = _coverage(db)
+        assert embedded < total and total > 256
+
+        # another process, while the vectors are being made: every file is there by its words
+        keyword = run_oboyu(env, "query", PROBE, "--mode", "keyword", "--json", "--all")
+        assert keyword.returncode == 0, keyword.stderr
+        assert json.loads(keyword.stdout)[0]["path"].startswith(str(tree))
+        hybrid = run_oboyu(env, "query", PROBE, "--json", "--all", "-k", "20")
+        assert "meaning search reaches" in hybrid.stderr
+        during = json.loads(hybrid.stdout)
+        assert during and "keyword" in {r["mode"] for r in during}  # passages not embedded yet: judged by their words
+        status = json.loads(run_oboyu(env, "status", "--json").stdout)
+        assert status["embedded_chunks"] == embedded and "of passages" in status["meaning"]
+
+        # let it go on until some vectors are stored, then kill it
+        process.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 600
+        while _coverage(db)[0] == embedded:
+            assert process.poll() is None, "the run ended before its vectors could be seen coming in"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems(vectors_made=False) == []
+        left, total = store.vector_coverage()
+        assert embedded < left < total, "killed with some of the vectors made and some not"
+
+    # the next run (no file changed) makes only the missing vectors
+    resumed = run_oboyu(env, "index")
+    assert resumed.returncode == 0, resumed.stderr
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
+        assert store.vector_coverage() == (total, total)
+    after = run_oboyu(env, "query", PROBE, "--json", "--all", "-k", "20")
+    assert "meaning search reaches" not in after.stderr
+    assert {r["mode"] for r in json.loads(after.stdout)} == {"hybrid"}
+
+    fresh = tmp_path / "fresh.duckdb"
+    Indexer(fresh, embedder, cache=EmbeddingCache(Path(env["OBOYU_EMBEDDING_CACHE"]))).index([tree])
+    assert_same_index(snapshot(db), snapshot(fresh))
+
+
+def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finishes_it(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, step by step: the progress says keywords, then meaning; a run stopped in its
+    meaning pass leaves every file searchable, its unembedded passages judged by their words; the
+    next run embeds only those."""
+    monkeypatch.setattr("oboyu.index.indexer.EMBED_GROUP_CHUNKS", 8)  # several groups in a small tree
+    tree = tmp_path / "tree"
+    make_tree(tree, random.Random(11), 12)
+    db = tmp_path / "index.duckdb"
+    steps: list[IndexProgress] = []
+    indexer = Indexer(db, embedder)
+
+    def on_progress(step: IndexProgress) -> None:
+        steps.append(step)
+        if step.phase == "meaning" and step.chunks >= 16:
+            indexer.stop.set()
+
+    indexer.on_progress = on_progress
+    first = indexer.index([tree])
+    phases = [step.phase for step in steps]
+    assert first.stopped and first.added == 12 and first.chunks == 16
+    assert "meaning" in phases and phases == sorted(phases, key=["keywords", "meaning"].index)
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems(vectors_made=False) == []
+        embedded, total = store.vector_coverage()
+        assert embedded == 16 < total
+        modes = {r.mode for r in search(store, embedder, PROBE, k=12)}
+        assert modes == {"hybrid", "keyword"}
+        assert {r.path for r in search(store, embedder, PROBE, k=12, mode="keyword")} == {str(p) for p in tree.rglob("*.md")}
+
+    second = Indexer(db, embedder).update()
+    assert not second.stopped and second.unchanged == 12 and second.chunks == total - 16
+    with Store(db, read_only=True) as store:
+        assert store.integrity_problems() == []
+        assert {r.mode for r in search(store, embedder, PROBE, k=12)} == {"hybrid"}
+    fresh = tmp_path / "fresh.duckdb"
+    Indexer(fresh, embedder).index([tree])
+    assert_same_index(snapshot(db), snapshot(fresh))
