@@ -134,6 +134,18 @@ def test_the_light_tokenizer_equals_the_full_one(embedder: Embedder, model_dir: 
         assert ours == theirs
 
 
+def test_an_indexing_run_tokenizes_with_the_fast_tokenizer_and_gets_the_same_tokens(model_dir: Path) -> None:
+    fresh = Embedder(model_dir)
+    texts = ["ファイルの権限を変更する。" * 40, "Restore the database from last night's backup.", "①\u0301 e\ufe0f"]
+    light = (fresh.count_tokens(texts), fresh.split_by_tokens(texts[0], 32), fresh.embed_passages(texts))
+    assert "bulk_tokenizer" not in fresh.__dict__  # a query or a few passages never load tokenizer.json
+    fresh.use_bulk_tokenizer()
+    assert not isinstance(fresh.bulk_tokenizer, LightTokenizer)
+    bulk = (fresh.count_tokens(texts), fresh.split_by_tokens(texts[0], 32), fresh.embed_passages(texts))
+    assert bulk[:2] == light[:2]
+    assert np.array_equal(bulk[2], light[2])
+
+
 def test_the_default_model_never_loads_its_tokenizer_json(model_dir: Path, monkeypatch) -> None:
     def refuse(*_args, **_kwargs):
         raise AssertionError("tokenizer.json was loaded")

@@ -52,6 +52,7 @@ class Embedder:
         self.notify = notify or _to_stderr
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
+        self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
 
     @cached_property
     def tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
@@ -65,6 +66,26 @@ class Embedder:
         from oboyu.models.tokenization import load_tokenizer
 
         return load_tokenizer(self.model_dir / TOKENIZER_FILE, self.manifest.get("word_segmenter"))
+
+    @cached_property
+    def bulk_tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
+        """The model's tokenizer.json, in Rust (`tokenizers`, both cores): on Japanese passages
+        about 11x the light tokenizer's speed (0.15 against 1.64 ms a passage, benchmarks/README.md)
+        for 0.5 s and ~290 MB to load, so indexing takes it (`use_bulk_tokenizer`) and a query
+        does not. Both give the same ids and offsets (tests/test_model.py)."""
+        if self.manifest.get("light_tokenizer") and (self.model_dir / TOKENIZER_FILE).is_file():
+            from oboyu.models.tokenization import load_tokenizer
+
+            return load_tokenizer(self.model_dir / TOKENIZER_FILE, self.manifest.get("word_segmenter"))
+        return self.tokenizer
+
+    def use_bulk_tokenizer(self) -> None:
+        """Tokenize with `bulk_tokenizer` from now on (an indexing run: thousands of passages)."""
+        self._bulk = self.bulk_tokenizer
+
+    @property
+    def _encoder(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
+        return self._bulk if self._bulk is not None else self.tokenizer
 
     @cached_property
     def session(self) -> ort.InferenceSession:
@@ -129,12 +150,12 @@ class Embedder:
 
     @cached_property
     def pad_id(self) -> int:
-        return pad_token_id(self.tokenizer, self.manifest)
+        return pad_token_id(self._encoder, self.manifest)
 
     @cached_property
     def closing_id(self) -> int | None:
         """The special token the tokenizer ends a text with (`</s>`, `[SEP]`), kept when truncating."""
-        specials = self.tokenizer.encode("").ids
+        specials = self._encoder.encode("").ids
         return specials[-1] if len(specials) >= 2 else None
 
     def truncate(self, ids: list[int], limit: int | None = None) -> list[int]:
@@ -148,12 +169,12 @@ class Embedder:
         """Model tokens of each text, without special tokens or prefix."""
         if not texts:
             return []
-        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        encodings = self._encoder.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
 
     def split_by_tokens(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
         """Character spans of consecutive runs of at most `max_tokens` tokens."""
-        offsets = [o for o in self.tokenizer.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
+        offsets = [o for o in self._encoder.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
         if not offsets:
             return [(0, len(text))]
         cuts = [offsets[k][0] for k in range(0, len(offsets), max_tokens)][1:]
@@ -191,7 +212,7 @@ class Embedder:
         """Embed texts given exactly as the model sees them (prefix included)."""
         if not texts:
             return np.zeros((0, self.info.dimensions), dtype=np.float32)
-        token_ids = [self.truncate(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
+        token_ids = [self.truncate(e.ids) for e in self._encoder.encode_batch(list(texts))]
         return self.embed_ids(token_ids, token_budget, session)
 
     def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
