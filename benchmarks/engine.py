@@ -13,7 +13,8 @@ the cache warm (index deleted). Then PyTorch fp32 (mean pooling, 2 threads) and 
 sample of the same chunks, interleaved with onnxruntime, for the same number of rounds. The large
 corpus is the small one copied into enough folders to pass `--min-chunks` (identical texts: its
 index comes from the warm cache, so it measures search at that size, not embedding). Timings are
-medians of the rounds. Writes engine.md, engine.json and engine.png to `--out`.
+medians of the rounds. Writes engine-CLASS.md, .json and .png to `--out`, CLASS being the CPU's
+best INT8 instructions (amx, avx512-vnni, avx-vnni, avx2): one report per CPU class.
 """
 
 from __future__ import annotations
@@ -308,11 +309,22 @@ def main() -> int:
         shutil.rmtree(work.root, ignore_errors=True)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "engine.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
-    (args.out / "engine.md").write_text(report(results, args), encoding="utf-8")
-    chart(results, args.out / "engine.png")
-    log(f"done in {results['seconds'] / 60:.1f} min: {args.out / 'engine.md'}")
+    name = f"engine-{cpu_class()}"  # a report per CPU class: their figures do not compare
+    (args.out / f"{name}.json").write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    (args.out / f"{name}.md").write_text(report(results, args), encoding="utf-8")
+    chart(results, args.out / f"{name}.png")
+    log(f"done in {results['seconds'] / 60:.1f} min: {args.out / f'{name}.md'}")
     return 0
+
+
+def cpu_class() -> str:
+    """The CPU's best INT8 instructions, which set the engine's speed: amx, avx512-vnni,
+    avx-vnni, avx2 (or the machine's architecture elsewhere)."""
+    features = cpu_description()[1]
+    for feature, name in (("AMX-INT8", "amx"), ("AVX-512 VNNI", "avx512-vnni"), ("AVX-VNNI", "avx-vnni"), ("AVX2", "avx2")):
+        if feature in features:
+            return name
+    return platform.machine().lower() or "cpu"
 
 
 def machine() -> str:

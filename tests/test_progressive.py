@@ -5,6 +5,7 @@ next one, leaving the index a single run would have made."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import signal
@@ -142,6 +143,9 @@ def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finish
         assert modes == {"hybrid", "keyword"}
         assert {r.path for r in search(store, embedder, PROBE, k=12, mode="keyword")} == {str(p) for p in tree.rglob("*.md")}
 
+    app_status = asyncio.run(_status_line_of_the_app(db, embedder))
+    assert f"meaning: {round(100 * 16 / total)}% of passages" in app_status
+
     second = Indexer(db, embedder).update()
     assert not second.stopped and second.unchanged == 12 and second.chunks == total - 16
     with Store(db, read_only=True) as store:
@@ -150,3 +154,16 @@ def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finish
     fresh = tmp_path / "fresh.duckdb"
     Indexer(fresh, embedder).index([tree])
     assert_same_index(snapshot(db), snapshot(fresh))
+
+
+async def _status_line_of_the_app(db: Path, embedder: Embedder) -> str:
+    from oboyu.tui.app import OboyuApp
+
+    app = OboyuApp(db, embedder)
+    async with app.run_test(size=(160, 30)) as pilot:
+        for _ in range(600):  # the summary loads in the background
+            await pilot.pause(0.05)
+            status = str(app.query_one("#status").render())
+            if "meaning:" in status:
+                return status
+        return status
