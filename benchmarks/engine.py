@@ -161,7 +161,8 @@ def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[]
     """The same weights on the usual engines, fed the same length-sorted batches as oboyu's:
     onnxruntime with per-batch (dynamic) INT8 activation scales, as `quantize_dynamic` makes
     them; onnxruntime fp32; and OpenVINO's CPU plugin on the fp32 graph, with the precision it
-    chooses for the CPU (bf16 where the CPU has it), when openvino is installed."""
+    chooses for the CPU (bf16 where the CPU has it), and on the INT8 graph in standard QDQ
+    operators with oboyu's calibrated scales, when openvino is installed."""
     import onnxruntime as ort
 
     from oboyu.models.default.graph import build_e5_graph
@@ -179,11 +180,18 @@ def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[]
     except ImportError:
         log("  openvino is not installed: no OpenVINO row (pip install openvino)")
         return runs
+    from oboyu.models.default.build import activation_ranges
+    from oboyu.models.default.tokenizer import build_xlmr_tokenizer
+
+    ranges = activation_ranges(weights, build_xlmr_tokenizer(weights.vocab, weights.config.max_positions))
+    graphs = {"OpenVINO CPU (fp32 graph)": build_e5_graph(weights, "fp32"),
+              "OpenVINO CPU (INT8 QDQ graph, oboyu's scales)": build_e5_graph(weights, "qdq", activation_ranges=ranges)}
     with tempfile.TemporaryDirectory(prefix="oboyu-openvino-") as tmp:
-        path = Path(tmp) / "fp32.onnx"
-        path.write_bytes(build_e5_graph(weights, "fp32").SerializeToString())
-        compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": str(THREADS)})
-    runs["OpenVINO CPU (fp32 graph)"] = lambda: embedder.embed(texts, session=OpenVinoSession(compiled))
+        for name, graph in graphs.items():
+            path = Path(tmp) / "model.onnx"
+            path.write_bytes(graph.SerializeToString())
+            compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": str(THREADS)})
+            runs[name] = lambda compiled=compiled: embedder.embed(texts, session=OpenVinoSession(compiled))
     return runs
 
 

