@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -159,7 +160,6 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
     """Show what the index holds: its folders, files, chunks and model."""
     from oboyu.index.reports import meaning_share
-    from oboyu.index.store import file_bytes
     from oboyu.models.providers import choose_here
 
     path = db_path(db)
@@ -233,3 +233,12 @@ def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
         f"{len(plan.added)} to add, {len(plan.changed)} to change, {len(plan.removed)} to remove, "
         f"{len(plan.renamed)} renamed, {plan.unchanged} unchanged, {len(plan.skipped)} skipped"
     )
+
+
+def file_bytes(path: Path) -> int:
+    """Size of the index on disk, its write-ahead log included."""
+    total = 0
+    for candidate in (Path(path), Path(str(path) + ".wal")):
+        with contextlib.suppress(OSError):  # the log comes and goes with checkpoints
+            total += candidate.stat().st_size
+    return total

@@ -137,6 +137,7 @@ class Indexer:
         self.full = full
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
         self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
+        self._bulk_wanted = False  # this run is large enough for the fast tokenizer
         self._vectors_missing = 0  # chunks waiting for their vector: none, and the meaning pass has nothing to look for
 
     # --- what callers ask ----------------------------------------------------------------------
@@ -280,8 +281,7 @@ class Indexer:
         KEYWORD_COMMIT_SECONDS: keyword search finds a file soon after the run reaches it."""
         if not todo:
             return
-        if len(todo) >= BULK_TOKENIZER_FILES:
-            self.embedder.use_bulk_tokenizer()
+        self._bulk_wanted = len(todo) >= BULK_TOKENIZER_FILES  # loaded by the first file that is chunked
         total_bytes = sum(e.size for e, _ in todo) or 1
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
         started = last_write = time.perf_counter()
@@ -433,6 +433,8 @@ class Indexer:
         sha = hashlib.sha256(data).hexdigest()
         if previous is not None and previous.sha256 == sha and not self.full:
             return _Touched(entry)
+        if self._bulk_wanted:  # not for touched files: a checkout that changed no content loads nothing
+            self.embedder.use_bulk_tokenizer()
         try:
             extracted, encoding = extract_file(data, entry.file_type, path.name)
             chunks = self.chunker.chunk(extracted)

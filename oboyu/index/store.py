@@ -317,8 +317,7 @@ class Store:
             )
 
     def chunks_without_vectors(self) -> list[str]:
-        """Ids of the chunks still waiting for their vectors, file by file in index order: what an
-        indexing run's meaning pass (or the next run, after an interruption) embeds."""
+        """Ids of the chunks waiting for their vectors, file by file: what a meaning pass embeds."""
         sql = "SELECT c.id FROM chunks c ANTI JOIN embeddings e ON e.chunk_id = c.id ORDER BY c.document_id, c.ordinal"
         return [cid for (cid,) in self.con.execute(sql).fetchall()]
 
@@ -339,7 +338,11 @@ class Store:
             return
         with self._transaction():
             self._bump_generation()
-            self._insert_vectors(objects(ids), vectors.astype(np.float32))
+            with registered(self.con, objects(ids)) as (name,):  # none for a chunk removed meanwhile, or embedded
+                sql = f"SELECT column0 FROM {name} WHERE column0 IN (SELECT id FROM chunks) EXCEPT SELECT chunk_id FROM embeddings"
+                keep = np.isin(objects(ids), [cid for (cid,) in self.con.execute(sql).fetchall()])
+            if keep.any():
+                self._insert_vectors(objects(ids)[keep], vectors.astype(np.float32)[keep])
 
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with their vector, chunks): how much of the index meaning search reaches."""
@@ -466,15 +469,6 @@ class Store:
         """The one number a query gives (0 for NULL)."""
         row = self.con.execute(sql).fetchone()
         return int(row[0] or 0) if row else 0
-
-
-def file_bytes(path: Path) -> int:
-    """Size of the index on disk, its write-ahead log included."""
-    total = 0
-    for candidate in (Path(path), Path(str(path) + ".wal")):
-        with contextlib.suppress(OSError):  # the log comes and goes with checkpoints
-            total += candidate.stat().st_size
-    return total
 
 
 def open_for_reading(path: Path, wait_seconds: float = 3.0, on_wait: Callable[[], None] | None = None) -> Store:

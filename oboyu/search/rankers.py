@@ -255,6 +255,14 @@ class SqlRanker:
         """The whole index as arrays. The joins to rows run in SQL, so that millions of postings
         come back as three numeric arrays rather than as Python strings."""
         con = self.con
+        con.execute("BEGIN TRANSACTION")  # one point in time: an indexer commits every few seconds
+        try:
+            return self._snapshot()
+        finally:
+            con.execute("ROLLBACK")
+
+    def _snapshot(self) -> Snapshot:
+        con = self.con
         generation = self.store.get_meta("generation") or ""
         # rows are every chunk, in id order; a chunk still waiting for its vector has a row of zeros
         rows = "(SELECT id AS chunk_id, (row_number() OVER (ORDER BY id) - 1)::INTEGER AS row FROM chunks)"
