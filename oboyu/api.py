@@ -12,16 +12,20 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, OnProgress, WritableIndex
+from oboyu.index.indexer import Indexer, OnProgress, Workers, WritableIndex
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder, load_reranker
 from oboyu.progress import ProgressLine
 from oboyu.search.live import LiveIndex
 
-__all__ = ["index_model", "open_embedder", "open_indexer", "open_live", "open_reading"]
+if TYPE_CHECKING:
+    from oboyu.index.cluster import Cluster
+
+__all__ = ["index_model", "open_cluster", "open_embedder", "open_indexer", "open_live", "open_reading"]
 
 READ_WAIT_SECONDS = 15.0  # an indexer holds the file for one batch's write at a time
 
@@ -48,11 +52,23 @@ def open_embedder(db: Path, model: str | None = None, progress: ProgressLine | N
 
 
 def open_indexer(index: Path | WritableIndex, embedder: Embedder, progress: ProgressLine | OnProgress | None = None,
-                 stop: threading.Event | None = None, full: bool = False, follow_symlinks: bool = False) -> Indexer:
+                 stop: threading.Event | None = None, full: bool = False, follow_symlinks: bool = False,
+                 workers: Workers | None = None) -> Indexer:
     """An Indexer as every front end wants it: vectors kept in and taken from the embedding
-    cache, the index file opened only for each batch's write."""
+    cache, the index file opened only for each batch's write; `workers` (a Ray cluster's,
+    `open_cluster`) prepare and embed."""
     return Indexer(index, embedder, progress, follow_symlinks=follow_symlinks, stop=stop,
-                   cache=EmbeddingCache.default(), full=full)
+                   cache=EmbeddingCache.default(), full=full, workers=workers)
+
+
+def open_cluster(address: str, embedder: Embedder, notify: Callable[[str], None] | None = None) -> Cluster:
+    """Workers on a Ray cluster for `open_indexer` ("local" starts one on this machine); needs the
+    `cluster` extra. Connects now, so that a wrong address fails before any work."""
+    from oboyu.index.cluster import Cluster
+
+    cluster = Cluster(address, embedder, notify)
+    cluster.connect()
+    return cluster
 
 
 def open_live(db: Path, embedder: Embedder | None = None, rerank: bool | None = None) -> LiveIndex:

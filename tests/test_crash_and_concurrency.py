@@ -75,12 +75,12 @@ def snapshot(db: Path) -> dict:
         }
 
 
-def assert_same_index(a: dict, b: dict) -> None:
+def assert_same_index(a: dict, b: dict, atol: float = 1e-6) -> None:
     for key in ("documents", "chunks", "postings", "roots"):
         assert a[key] == b[key], key
     assert a["vectors"].keys() == b["vectors"].keys()
     for cid, vector in a["vectors"].items():
-        assert np.allclose(vector, b["vectors"][cid], atol=1e-6), cid
+        assert np.allclose(vector, b["vectors"][cid], atol=atol), cid
 
 
 def run_env(oboyu_env: dict, tmp_path: Path) -> dict:

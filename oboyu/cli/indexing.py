@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -20,6 +21,10 @@ from oboyu.models.loading import load_embedder
 from oboyu.progress import ProgressLine
 from oboyu.text import json_safe, visible
 
+cluster_option = click.option(
+    "--cluster", metavar="ADDRESS", help="Read, chunk and embed on a Ray cluster: `local` (Ray on this machine, "
+    "every core), `auto`, host:port or ray://host:10001. Needs the cluster extra; the index is written here.")
+
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -32,19 +37,22 @@ from oboyu.text import json_safe, visible
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (remembered for the folder).")
 @click.option("--model", metavar="ID", help="Embed with this installed model (`oboyu models list`); an index "
               "built with another is embedded again. Default: the index's own model.")
+@cluster_option
 def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool, watch: bool, quiet: bool,
-          verbose: bool, follow_symlinks: bool, model: str | None) -> None:
+          verbose: bool, follow_symlinks: bool, model: str | None, cluster: str | None) -> None:
     """Index files and folders, or with no PATH update every indexed folder.
 
     Only new, changed, renamed and deleted files cost anything; folders are remembered."""
     if name is not None and len(paths) != 1:
         raise click.UsageError("--name goes with exactly one PATH")
+    if watch and cluster:
+        raise click.UsageError("--watch keeps the index current from this machine: drop --cluster")
     path = db_path(db)
     _check_paths(path, paths)
     if not paths and not path.exists():
         raise click.UsageError("no folders are indexed yet: give a PATH")
-    indexer = _indexer(path, quiet, follow_symlinks, full, model)
-    stats = indexer.index(paths, name) if paths else indexer.update()
+    with _indexer(path, quiet, follow_symlinks, full, model, cluster) as indexer:
+        stats = indexer.index(paths, name) if paths else indexer.update()
     _report(stats, quiet, verbose)
     if watch:
         _watch(indexer, path, quiet, verbose)
@@ -56,12 +64,15 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool
 @click.option("--full", is_flag=True, help="Rebuild: re-read and re-chunk every file (vectors come from the cache).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
 @click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
-def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool) -> None:
+@cluster_option
+def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool, cluster: str | None) -> None:
     """Update the indexed folders NAMES (names or paths; all when none are given)."""
     path = db_path(db)
     if not path.exists():
         raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
-    _report(_indexer(path, quiet, False, full, None).update(names), quiet, verbose)
+    with _indexer(path, quiet, False, full, None, cluster) as indexer:
+        stats = indexer.update(names)
+    _report(stats, quiet, verbose)
 
 
 @click.command()
@@ -93,15 +104,23 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
         raise OboyuError(f"no such file or folder: {missing[0]}")
 
 
-def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: str | None) -> Indexer:
+@contextlib.contextmanager
+def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: str | None,
+             cluster: str | None = None) -> Iterator[Indexer]:
+    """The indexer for one run; with `cluster`, its workers there, stopped when the run ends."""
     progress = ProgressLine(enabled=not quiet)
     indexed_with = index_model(db)
     embedder = load_embedder(indexed_with, model, progress)
     if indexed_with is not None and indexed_with != embedder.info.model_id and not quiet:
         progress.message(f"oboyu: the index was built with {indexed_with}; every file is embedded again "
                          f"with {embedder.info.model_id}")
-    # the model loads only when something needs embedding; the index opens only to write
-    return api.open_indexer(db, embedder, progress, full=full, follow_symlinks=follow_symlinks)
+    with contextlib.ExitStack() as stack:
+        workers = None
+        if cluster:
+            notify = progress.message if not quiet else None
+            workers = stack.enter_context(api.open_cluster(cluster, embedder, notify))
+        # the model loads only when something needs embedding; the index opens only to write
+        yield api.open_indexer(db, embedder, progress, full=full, follow_symlinks=follow_symlinks, workers=workers)
 
 
 def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:

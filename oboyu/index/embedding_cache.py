@@ -177,33 +177,45 @@ def _is_full(exc: BaseException) -> bool:
     return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 
-def cached_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> np.ndarray:
-    """The vectors the cache already has for these passages; a row of NaN for each it has not
-    (the indexer's keyword pass stores those rows as vectors still to make)."""
-    out = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
-    if cache is None or not texts:
-        return out
-    keys = [EmbeddingCache.key(embedder.info.fingerprint, embedder.passage_text(t)) for t in texts]
-    known = cache.get_many(keys, embedder.info.dimensions)
-    for row, key in enumerate(keys):
+@dataclass
+class Lookup:
+    """Passages looked up in the cache: their vectors (a row of NaN for each the cache has not)
+    and, by key, the distinct texts still to embed, as the model reads them."""
+
+    keys: list[bytes]
+    vectors: np.ndarray
+    missing: dict[bytes, str]
+
+    def fill(self, fresh: np.ndarray, cache: EmbeddingCache | None, model_id: str) -> np.ndarray:
+        """The vectors with `fresh` (the embeddings of `missing`, in order) in place, kept in the cache."""
+        made = dict(zip(self.missing, fresh))
+        if cache is not None and made:
+            cache.put_many(model_id, list(made.items()))
+        for row, key in enumerate(self.keys):
+            if key in made:
+                self.vectors[row] = made[key]
+        return self.vectors
+
+
+def look_up(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> Lookup:
+    """What the cache holds for these passages; a text repeated among them is embedded once."""
+    model_texts = [embedder.passage_text(t) for t in texts]
+    keys = [EmbeddingCache.key(embedder.info.fingerprint, t) for t in model_texts]
+    vectors = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
+    known = cache.get_many(keys, embedder.info.dimensions) if cache is not None and keys else {}
+    missing: dict[bytes, str] = {}
+    for row, (key, text) in enumerate(zip(keys, model_texts)):
         if key in known:
-            out[row] = known[key]
-    return out
+            vectors[row] = known[key]
+        else:
+            missing.setdefault(key, text)
+    return Lookup(keys, vectors, missing)
 
 
 def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:
     """Vectors of these passages, from the cache where it has them, the rest embedded and kept:
-    (vectors, how many embedded, how many reused). A text repeated in the batch embeds once."""
-    model_texts = [embedder.passage_text(t) for t in texts]
-    if cache is None:
-        return embedder.embed(model_texts), len(texts), 0
-    keys = [EmbeddingCache.key(embedder.info.fingerprint, t) for t in model_texts]
-    known = cache.get_many(keys, embedder.info.dimensions)
-    missing = list(dict.fromkeys(k for k in keys if k not in known))
-    if missing:
-        text_of = dict(zip(keys, model_texts))
-        fresh = list(zip(missing, embedder.embed([text_of[k] for k in missing])))
-        cache.put_many(embedder.info.model_id, fresh)
-        known.update(fresh)
-    vectors = np.stack([known[k] for k in keys]) if keys else np.zeros((0, embedder.info.dimensions), np.float32)
-    return vectors, len(missing), len(keys) - len(missing)
+    (vectors, how many embedded, how many reused)."""
+    lookup = look_up(embedder, texts, cache)
+    if lookup.missing:
+        lookup.fill(embedder.embed(list(lookup.missing.values())), cache, embedder.info.model_id)
+    return lookup.vectors, len(lookup.missing), len(texts) - len(lookup.missing)

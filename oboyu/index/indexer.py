@@ -11,29 +11,25 @@ per index.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import queue
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
-from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches, size_cap_reason
-from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import Unextractable, extract_file
-from oboyu.documents.keywords import term_counts
+from oboyu.documents.chunking import Chunker
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches
 from oboyu.errors import OboyuError
-from oboyu.index.embedding_cache import EmbeddingCache, cached_passages, embed_passages
+from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
-from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id, keyword_text
+from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
+from oboyu.index.records import ChunkRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
@@ -60,62 +56,44 @@ class WritableIndex(Protocol):
 OnProgress = Callable[[IndexProgress], None]
 
 
-@dataclass
-class _Prepared:
-    entry: FileEntry
-    document: DocumentRecord
-    chunks: list[Chunk]
-    pages: list[tuple[int | None, int | None]]
-    terms: list[Counter[str]]  # keyword index terms of each chunk
-    vectors: np.ndarray  # each chunk's vector from the embedding cache; NaN rows: still to make
-    is_new: bool
-    content_changed: bool  # False for a file rebuilt by --full whose content is as indexed
+@dataclass(frozen=True)
+class PrepareSettings:
+    max_bytes: int
+    full: bool  # re-read and re-chunk files whose content is as indexed
+    bulk: bool  # a large run: tokenize with the fast tokenizer
+
+
+Tag = TypeVar("Tag")
+Todo = list[tuple[FileEntry, StoredFile | None]]
+
+
+class Workers(Protocol):
+    """Other processes that prepare files and embed passages for this indexer (a Ray cluster:
+    oboyu.index.cluster); the indexer alone plans and writes."""
+
+    def prepared(self, todo: Todo, settings: PrepareSettings) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
+        """Each file's outcome, in the order they finish; leaving the block drops unfinished work."""
+        ...
+
+    def embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
+        """Each group's vectors (its texts as the model reads them), in the order they finish;
+        groups are drawn only as there is room for them."""
+        ...
 
 
 _NOTHING_YET = object()  # the reader had no file ready within KEYWORD_COMMIT_SECONDS
-
-
-@dataclass
-class _Touched:
-    """A file whose stat changed but whose content did not."""
-
-    entry: FileEntry
-
-
-@dataclass
-class _Unindexable:
-    """A file whose content cannot be indexed (encrypted, corrupt, no text): skipped, and
-    remembered so that later updates pass it over until it changes."""
-
-    entry: FileEntry
-    reason: str
-
-    @property
-    def path(self) -> Path:
-        return self.entry.path
-
-
-def embedding_text(title: str | None, heading: str, text: str) -> str:
-    """What the model reads for a chunk: its document's title and its heading path (cut to
-    CONTEXT_CHARS, which chunk sizes leave room for), then its text."""
-    context = heading
-    if title and not context.startswith(title):
-        context = f"{title} > {context}" if context else title
-    if len(context) > CONTEXT_CHARS:
-        context = context[: CONTEXT_CHARS - 1] + "…"
-    return f"{context}\n{text}" if context else text
 
 
 class Indexer:
     def __init__(self, index: Store | Path | WritableIndex, embedder: Embedder,
                  progress: ProgressLine | OnProgress | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
                  follow_symlinks: bool = False, stop: threading.Event | None = None,
-                 cache: EmbeddingCache | None = None, full: bool = False):
+                 cache: EmbeddingCache | None = None, full: bool = False, workers: Workers | None = None):
         """`index`: an open Store (held for the run), the index file's path (opened for each
         write), or a long-lived process's WritableIndex. `progress` hears of each step: a
         ProgressLine draws it, a function gets an IndexProgress. Setting `stop` ends the run
         after the batch in hand. `cache` supplies and keeps vectors; `full` re-reads and
-        re-chunks every file."""
+        re-chunks every file; `workers` prepare and embed in other processes (a cluster)."""
         self._store = index if isinstance(index, Store) else None
         self._open: Callable[[], contextlib.AbstractContextManager[Store]]
         if isinstance(index, Store):
@@ -135,6 +113,7 @@ class Indexer:
         self.stop = stop or threading.Event()
         self.cache = cache
         self.full = full
+        self.workers = workers
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
         self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
         self._bulk_wanted = False  # this run is large enough for the fast tokenizer
@@ -286,10 +265,10 @@ class Indexer:
         indexed_before = {str(e.path) for e, previous in todo if previous is not None}
         started = last_write = time.perf_counter()
         done_files = done_bytes = chunks_read = 0
-        pending: list[_Prepared] = []
+        pending: list[Prepared] = []
         touched: list[FileEntry] = []
         unreadable: list[str] = []  # indexed before, unreadable now: their old text must go
-        unindexable: list[_Unindexable] = []
+        unindexable: list[Unindexable] = []
         pending_chunks = 0
 
         def report() -> None:
@@ -308,17 +287,17 @@ class Indexer:
                         item = work.get(timeout=KEYWORD_COMMIT_SECONDS)
                     except queue.Empty:  # a slow file: what is read so far gets searchable meanwhile
                         item = _NOTHING_YET
-                    done_files += isinstance(item, (Skipped, _Unindexable, _Touched, _Prepared))
-                    if isinstance(item, (Skipped, _Unindexable)):
+                    done_files += isinstance(item, (Skipped, Unindexable, Touched, Prepared))
+                    if isinstance(item, (Skipped, Unindexable)):
                         stats.skipped.append(Skipped(item.path, item.reason))
                         if str(item.path) in indexed_before:
                             unreadable.append(str(item.path))
-                        if isinstance(item, _Unindexable):
+                        if isinstance(item, Unindexable):
                             unindexable.append(item)
-                    elif isinstance(item, _Touched):
+                    elif isinstance(item, Touched):
                         touched.append(item.entry)
                         done_bytes += item.entry.size
-                    elif isinstance(item, _Prepared):
+                    elif isinstance(item, Prepared):
                         pending.append(item)
                         pending_chunks += len(item.chunks)
                         chunks_read += len(item.chunks)
@@ -347,7 +326,7 @@ class Indexer:
             embedded_before, total = store.vector_coverage()
         if not waiting:
             return
-        if len(waiting) >= BULK_TOKENIZER_PASSAGES:
+        if len(waiting) >= BULK_TOKENIZER_PASSAGES and self.workers is None:
             self.embedder.use_bulk_tokenizer()
         self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} passages "
                               "(meaning search reaches each as it is made)")
@@ -361,8 +340,8 @@ class Indexer:
             self._report(IndexProgress(0, 0, done, rate, eta, phase="meaning",
                                        vectors_done=embedded_before + done, vectors_total=total))
 
-        try:
-            report()
+        def groups() -> Iterator[tuple[tuple[list[str], Lookup], list[str]]]:
+            """Each group's chunk ids and what the cache holds for them, with the texts still to embed."""
             for start in range(0, len(waiting), EMBED_GROUP_CHUNKS):
                 if self.stop.is_set():
                     stats.stopped = True
@@ -371,16 +350,29 @@ class Indexer:
                 with self._open() as store:
                     inputs = store.embedding_inputs(ids)
                 ids = [cid for cid in ids if cid in inputs]
-                texts = [embedding_text(*inputs[cid]) for cid in ids]
-                vectors, fresh, cached = embed_passages(self.embedder, texts, self.cache)
+                lookup = look_up(self.embedder, [embedding_text(*inputs[cid]) for cid in ids], self.cache)
+                yield (ids, lookup), list(lookup.missing.values())
+
+        try:
+            report()
+            for (ids, lookup), fresh in self._embedded(groups()):
+                vectors = lookup.fill(fresh, self.cache, self.embedder.info.model_id)
                 with self._open() as store:
                     store.add_vectors(ids, vectors)
-                stats.chunks += fresh
-                stats.reused += cached
+                stats.chunks += len(lookup.missing)
+                stats.reused += len(ids) - len(lookup.missing)
                 done += len(ids)
                 report()
         finally:
             self.progress.clear()
+
+    def _embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
+        if self.workers is not None:
+            yield from self.workers.embedded(groups)
+            return
+        empty = np.zeros((0, self.embedder.info.dimensions), np.float32)
+        for tag, texts in groups:
+            yield tag, (self.embedder.embed(texts) if texts else empty)
 
     def _report(self, step: IndexProgress) -> None:
         self.progress.update(step.line())
@@ -397,10 +389,16 @@ class Indexer:
 
         def read() -> None:
             try:
-                for entry, previous in todo:
-                    if stop.is_set():
-                        return
-                    work.put(self._prepare(entry, previous))
+                with self._outcomes(todo) as outcomes:
+                    for outcome in outcomes:
+                        if stop.is_set():
+                            return
+                        if isinstance(outcome, Prepared):
+                            # looked up here, in the reader thread: in the main thread each row fetched
+                            # waited for the GIL this thread holds (1.2 s of a 3.9 s warm re-index of 150 files)
+                            outcome.vectors = look_up(self.embedder, [embedding_text(outcome.document.title, c.heading, c.text)
+                                                                      for c in outcome.chunks], self.cache).vectors
+                        work.put(outcome)
             except BaseException as exc:  # surfaced in the main thread
                 errors.append(exc)
             finally:
@@ -420,42 +418,18 @@ class Indexer:
         if errors:
             raise errors[0]
 
-    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> _Prepared | _Touched | _Unindexable | Skipped:
-        path = entry.path
-        try:
-            # the stat of what we read: a file changed while being read looks changed next run
-            data, before = read_regular_file(path, self.max_bytes)
-        except OSError as exc:
-            return Skipped(path, f"cannot read: {exc.strerror or exc}")
-        if len(data) > self.max_bytes:
-            return Skipped(path, size_cap_reason(self.max_bytes))
-        entry = FileEntry(entry.path, entry.root, before.st_size, before.st_mtime_ns, entry.file_type)
-        sha = hashlib.sha256(data).hexdigest()
-        if previous is not None and previous.sha256 == sha and not self.full:
-            return _Touched(entry)
-        if self._bulk_wanted:  # not for touched files: a checkout that changed no content loads nothing
-            self.embedder.use_bulk_tokenizer()
-        try:
-            extracted, encoding = extract_file(data, entry.file_type, path.name)
-            chunks = self.chunker.chunk(extracted)
-        except Unextractable as exc:
-            return _Unindexable(entry, str(exc))
-        except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
-            return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
-        document = DocumentRecord(
-            path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
-            encoding=encoding, file_type=entry.file_type, title=extracted.title,
-        )
-        pages = [extracted.parts_between(c.start_char, c.end_char) for c in chunks]
-        terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
-        # looked up here, in the reader thread: in the main thread each row fetched waited for the
-        # GIL this thread holds (1.2 s of a 3.9 s warm re-index of 150 files)
-        vectors = cached_passages(self.embedder, [embedding_text(document.title, c.heading, c.text) for c in chunks], self.cache)
-        return _Prepared(entry, document, chunks, pages, terms, vectors, is_new=previous is None,
-                         content_changed=previous is None or previous.sha256 != sha)
+    def _outcomes(self, todo: Todo) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
+        if self.workers is not None:
+            return self.workers.prepared(todo, PrepareSettings(self.max_bytes, self.full, self._bulk_wanted))
+        return contextlib.nullcontext(self._prepare(entry, previous) for entry, previous in todo)
 
-    def _store_batch(self, prepared: list[_Prepared], touched: list[FileEntry], unreadable: list[str],
-                     unindexable: list[_Unindexable], stats: IndexStats) -> None:
+    def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> Outcome:
+        outcome = prepare_file(entry, previous, self.embedder, self.chunker, self.max_bytes, self.full, self._bulk_wanted)
+        assert not isinstance(outcome, NotReadableHere)  # only a worker's
+        return outcome
+
+    def _store_batch(self, prepared: list[Prepared], touched: list[FileEntry], unreadable: list[str],
+                     unindexable: list[Unindexable], stats: IndexStats) -> None:
         """One write of the keyword pass: the files' documents, chunks and keyword terms, with the
         vectors the cache holds (the rest wait for the meaning pass)."""
         items = []
@@ -465,8 +439,9 @@ class Indexer:
                             c.start_line, c.end_line, c.start_char, c.end_char, c.text, dict(terms), pages[0], pages[1])
                 for c, terms, pages in zip(p.chunks, p.terms, p.pages)
             ]
-            items.append((p.document, records, p.vectors))
-            missing = int(np.isnan(p.vectors).any(axis=1).sum())
+            vectors = p.vectors if p.vectors is not None else np.full((len(records), self.embedder.info.dimensions), np.nan, np.float32)
+            items.append((p.document, records, vectors))
+            missing = int(np.isnan(vectors).any(axis=1).sum())
             stats.reused += len(records) - missing
             self._vectors_missing += missing
         with self._open() as store:

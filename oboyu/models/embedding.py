@@ -39,15 +39,17 @@ class Embedder:
     """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
 
     def __init__(self, model_dir: Path, provider: str | None = None, manifest: dict | None = None,
-                 notify: Callable[[str], None] | None = None):
+                 notify: Callable[[str], None] | None = None, threads: int | None = None):
         """Reads the manifest only; the tokenizer and the ONNX session load on first use, so a
         run with nothing to embed (an index update where no file changed) never pays for them.
         `provider` (a name or alias) overrides the platform's choice; `notify` hears why an
-        accelerator was dropped (default: a line on stderr)."""
+        accelerator was dropped (default: a line on stderr); `threads` caps the CPU session's
+        threads (default: one a physical core)."""
         self.model_dir = Path(model_dir)
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
         self.info = ModelInfo.from_manifest(self.manifest)
         self.requested_provider = provider
+        self.threads = threads
         self.provider = CPU  # the provider in use, once the session is made
         self.notify = notify or _to_stderr
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -101,7 +103,7 @@ class Embedder:
     def _make_session(self, provider: str) -> ort.InferenceSession:
         import onnxruntime as ort
 
-        options = cpu_session_options()
+        options = cpu_session_options(self.threads)
         model_file = self.model_dir / MODEL_FILE
         fp16 = self.manifest.get("variants", {}).get("fp16")
         if provider in GPU_PROVIDERS and fp16 is not None:

@@ -81,16 +81,17 @@ def session_providers(provider: str) -> list:
     return [provider, CPU]
 
 
-def cpu_session_options():
+def cpu_session_options(threads: int | None = None):
     """onnxruntime session options for every model oboyu runs: all graph optimizations, one
     intra-op thread a physical core, threads that spin between operators (the fastest inference
     here) but stop when a run ends: left spinning they take both cores from the work that follows
-    (measured: hybrid query p50 27 -> 17 ms, indexing unchanged)."""
+    (measured: hybrid query p50 27 -> 17 ms, indexing unchanged). `threads`: fewer, for a process
+    that shares the machine's cores with others (a cluster's workers)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = physical_cores()
+    options.intra_op_num_threads = threads or physical_cores()
     options.add_session_config_entry("session.intra_op.allow_spinning", "1")
     options.add_session_config_entry("session.force_spinning_stop", "1")
     return options

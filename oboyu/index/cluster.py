@@ -1,0 +1,354 @@
+"""Indexing with a Ray cluster (`oboyu index --cluster ADDRESS`): the files that need work are
+read, extracted, chunked and given their keyword terms by workers on the cluster, and the
+passages the embedding cache lacks are embedded there; the indexer keeps the crawl, the plan,
+the cache and every write, so the index is the one a single process makes.
+
+Each worker is a Ray actor holding one ONNX session with a thread a CPU it was given, restarted
+and its task retried by Ray when its process dies. The model travels once through Ray's object
+store; each machine unpacks it into its cache folder and checks every file's hash and the model's
+fingerprint against the indexer's before a worker loads it. A file a worker cannot open (a folder
+only the indexer's machine mounts) is read by the indexer and sent as bytes.
+
+Ray core actors rather than Ray Data: the indexer streams per-file results into its own
+transactions, and Ray Data would add pyarrow and pandas for no part of that."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+from collections import deque
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import numpy as np
+
+import oboyu
+from oboyu.documents.chunking import Chunker
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import PrepareSettings, Todo
+from oboyu.index.preparing import Content, NotReadableHere, Outcome, prepare_file, read_file
+from oboyu.index.records import StoredFile
+from oboyu.models.embedding import Embedder
+from oboyu.models.manifest import MANIFEST, ModelInfo
+from oboyu.paths import cache_dir
+
+ACTOR_CPUS = 1  # CPUs (and ONNX threads) a worker takes: one worker a CPU also spreads the Python work
+FILES_PER_TASK = 16  # files sent to a worker at once ...
+BYTES_PER_TASK = 8 << 20  # ... or fewer, up to this many bytes
+TASKS_PER_WORKER = 2  # in flight: one running, one waiting, so a worker never idles between tasks
+CONNECT_SECONDS = 5.0
+LOCAL = "local"
+
+Tag = TypeVar("Tag")
+Job = tuple[Any, StoredFile | None, Content | None]  # a FileEntry, what the index holds, bytes the indexer read
+
+
+@dataclass
+class ModelParcel:
+    """The model as the workers get it: its manifest, and each file as an object in Ray's store
+    (inside a dataclass, so Ray hands the references over instead of the bytes: a machine that
+    has the model already fetches nothing)."""
+
+    model_id: str
+    manifest: dict
+    files: dict[str, Any]  # file name -> ray.ObjectRef of its bytes
+    oboyu_version: str
+
+
+class ClusterWorker:
+    """What runs on the cluster, as a Ray actor: a model, a chunker, and the two kinds of work.
+    Every call carries the parcel and the first one loads it, so that a worker Ray restarts
+    loads it again (a constructor argument holding object references makes Ray warn that a
+    restart may not find them)."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self.embedder: Embedder | None = None
+        self.chunker: Chunker | None = None
+        self.problem: str | None = None  # said by `ready`: a worker that raised would only say it died
+
+    def _load(self, parcel: ModelParcel) -> tuple[Embedder, Chunker]:
+        if self.embedder is None or self.chunker is None:
+            if parcel.oboyu_version != oboyu.__version__:
+                raise OboyuError(f"this machine runs oboyu {oboyu.__version__}, the indexer {parcel.oboyu_version}")
+            embedder = Embedder(receive_model(parcel), threads=self.threads)
+            if embedder.info.model_id != parcel.model_id:
+                raise OboyuError(f"the model here is {embedder.info.model_id}, the indexer's {parcel.model_id}")
+            self.embedder, self.chunker = embedder.load(), Chunker(embedder.count_tokens, embedder.split_by_tokens)
+        return self.embedder, self.chunker
+
+    def ready(self, parcel: ModelParcel) -> tuple[str, int, str | None]:
+        """This worker's Ray node and process, its model loaded; or the problem that keeps it from working."""
+        import ray
+
+        try:
+            self._load(parcel)
+        except Exception as exc:
+            self.problem = str(exc) if isinstance(exc, OboyuError) else f"{type(exc).__name__}: {exc}"
+        return ray.get_runtime_context().get_node_id(), os.getpid(), self.problem
+
+    def prepare(self, parcel: ModelParcel, jobs: list[Job], settings: PrepareSettings) -> list[Outcome | NotReadableHere]:
+        embedder, chunker = self._load(parcel)
+        return [prepare_file(entry, previous, embedder, chunker, settings.max_bytes, settings.full,
+                             settings.bulk, content, on_worker=True)
+                for entry, previous, content in jobs]
+
+    def embed(self, parcel: ModelParcel, texts: list[str]) -> np.ndarray:
+        embedder, _ = self._load(parcel)
+        return embedder.embed(texts)
+
+
+def receive_model(parcel: ModelParcel) -> Path:
+    """The parcel's model in this machine's cache folder, unpacked once per machine (in a work
+    folder renamed into place, so workers starting together do not trip over each other) and
+    checked file by file against the manifest, and the manifest against the fingerprint."""
+    import ray
+
+    info = ModelInfo.from_manifest(parcel.manifest)
+    if info.model_id != parcel.model_id:
+        raise OboyuError(f"the model's manifest says {info.model_id}, the indexer {parcel.model_id}")
+    parent = cache_dir() / "cluster-models"
+    folder = parent / info.fingerprint[:32]
+    if not _matches(folder, parcel.manifest):
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".receiving-", dir=parent))
+        try:
+            for name, ref in parcel.files.items():
+                (work / name).write_bytes(ray.get(ref))
+            if not _matches(work, parcel.manifest):
+                raise OboyuError(f"the model {parcel.model_id} arrived damaged (a file's sha256 differs)")
+            shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy
+            with contextlib.suppress(OSError):  # another worker here got it in place first
+                os.rename(work, folder)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if not _matches(folder, parcel.manifest):
+            raise OboyuError(f"cannot keep the model {parcel.model_id} in {folder}")
+    return folder
+
+
+def _matches(folder: Path, manifest: dict) -> bool:
+    """Every file the manifest lists is in `folder` with its sha256, the manifest with it."""
+    try:
+        for name, record in manifest["files"].items():
+            digest = hashlib.sha256()
+            with open(folder / name, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            if digest.hexdigest() != record["sha256"]:
+                return False
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")) == manifest
+    except (OSError, ValueError):
+        return False
+
+
+class Cluster:
+    """A Ray cluster's workers for one indexing run (Workers, for oboyu.index.indexer.Indexer).
+    `address`: "local" starts Ray on this machine; else a Ray address ("auto", "host:6379",
+    "ray://host:10001"). Workers start on first use; `close` stops them."""
+
+    def __init__(self, address: str, embedder: Embedder, notify: Any = None):
+        self.address = address
+        self.embedder = embedder  # the indexer's: the model the workers must have
+        self.notify = notify or (lambda message: None)
+        self._ray: Any = None
+        self._workers: list[Any] = []
+        self._parcel: ModelParcel | None = None  # its references keep the model in Ray's store for restarted workers
+        self._empty = np.zeros((0, embedder.info.dimensions), np.float32)
+
+    # --- connecting ---------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Join the cluster (or start the local one); a one-line OboyuError when it cannot."""
+        try:
+            import ray
+        except ImportError:
+            raise OboyuError("--cluster needs Ray: pip install 'oboyu[cluster]'") from None
+        self._ray = ray
+        settings: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+        if self.address == LOCAL:
+            settings.update(num_cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+                            include_dashboard=False)
+        else:
+            _check_reachable(self.address)
+            settings["address"] = self.address
+        try:
+            ray.init(**settings)
+        except Exception as exc:  # Ray raises ConnectionError, ValueError, RuntimeError for these
+            raise OboyuError(f"cannot use the Ray cluster at {self.address}: {_first_line(exc)}") from None
+
+    def _start(self) -> list[Any]:
+        if self._workers:
+            return self._workers
+        if self._ray is None:
+            self.connect()
+        ray = self._ray
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if cpus < ACTOR_CPUS:
+            raise OboyuError(f"the Ray cluster at {self.address} has no free CPU for oboyu's workers")
+        folder = self.embedder.model_dir
+        manifest = self.embedder.manifest
+        files = {name: ray.put((folder / name).read_bytes()) for name in [*manifest["files"], MANIFEST]}
+        parcel = self._parcel = ModelParcel(self.embedder.info.model_id, manifest, files, oboyu.__version__)
+        remote = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=-1, max_task_retries=-1)(ClusterWorker)
+        workers = [remote.options(scheduling_strategy="SPREAD").remote(ACTOR_CPUS) for _ in range(max(1, cpus // ACTOR_CPUS))]
+        self.notify(f"starting {len(workers)} workers on the Ray cluster at {self.address} (loading the model)")
+        places = self._get([worker.ready.remote(parcel) for worker in workers])
+        problems = sorted({problem for _, _, problem in places if problem})
+        if problems:
+            for worker in workers:
+                ray.kill(worker)
+            raise OboyuError(f"a worker cannot index: {problems[0]}")
+        nodes = len({node for node, _, _ in places})
+        self.notify(f"{len(workers)} workers on {nodes} node{'s' if nodes != 1 else ''} ready")
+        self._workers = workers
+        return workers
+
+    def close(self) -> None:
+        if self._ray is None:
+            return
+        for worker in self._workers:
+            with contextlib.suppress(Exception):
+                self._ray.kill(worker)
+        self._workers = []
+        self._ray.shutdown()
+        self._ray = None
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def worker_processes(self) -> list[tuple[str, int]]:
+        """(Ray node id, process id) of each worker, as it is now (a restarted worker has a new one)."""
+        return [(node, pid) for node, pid, _ in self._get([w.ready.remote(self._parcel) for w in self._start()])]
+
+    # --- the work ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def prepared(self, todo: Todo, settings: PrepareSettings) -> Iterator[Iterator[Outcome]]:
+        outcomes = self._prepared(todo, settings)
+        try:
+            yield outcomes
+        finally:
+            outcomes.close()
+
+    def _prepared(self, todo: Todo, settings: PrepareSettings) -> Generator[Outcome, None, None]:
+        workers = self._start()
+        jobs: deque[list[Job]] = deque(_batches(todo))
+        running: dict[Any, Any] = {}  # task -> worker
+        sent = 0  # files the workers could not open, read here
+        try:
+            while jobs or running:
+                while jobs and len(running) < TASKS_PER_WORKER * len(workers):
+                    worker = _least_busy(workers, running)
+                    running[worker.prepare.remote(self._parcel, jobs.popleft(), settings)] = worker
+                finished, _ = self._ray.wait(list(running), num_returns=1)
+                for task in finished:
+                    del running[task]
+                    resend: list[Job] = []
+                    for outcome in self._get(task):
+                        if isinstance(outcome, NotReadableHere):
+                            content = read_file(outcome.entry, settings.max_bytes)
+                            if isinstance(content, tuple):
+                                resend.append((outcome.entry, outcome.previous, content))
+                                sent += 1
+                                continue
+                            outcome = content  # Skipped: it cannot be read here either
+                        yield outcome
+                    if resend:
+                        jobs.appendleft(resend)
+            if sent:
+                self.notify(f"the workers could not open {sent:,} files; they were read here and sent to them")
+        finally:
+            for task in running:  # the run stopped: work not yet written is dropped
+                with contextlib.suppress(Exception):
+                    self._ray.cancel(task)
+
+    def embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
+        workers = self._start()
+        running: dict[Any, tuple[Tag, Any]] = {}
+        drawn_all = False
+        try:
+            while True:
+                while not drawn_all and len(running) < TASKS_PER_WORKER * len(workers):
+                    try:
+                        tag, texts = next(groups)
+                    except StopIteration:
+                        drawn_all = True
+                        break
+                    if not texts:  # the cache had them all
+                        yield tag, self._empty
+                        continue
+                    worker = _least_busy(workers, {task: w for task, (_, w) in running.items()})
+                    running[worker.embed.remote(self._parcel, texts)] = (tag, worker)
+                if not running:
+                    return
+                finished, _ = self._ray.wait(list(running), num_returns=1)
+                for task in finished:
+                    tag, _ = running.pop(task)
+                    yield tag, self._get(task)
+        finally:
+            for task in running:
+                with contextlib.suppress(Exception):
+                    self._ray.cancel(task)
+
+    def _get(self, tasks: Any) -> Any:
+        """ray.get, its errors as one line: a task that failed even after Ray's retries."""
+        try:
+            return self._ray.get(tasks)
+        except self._ray.exceptions.RayError as exc:
+            raise OboyuError(f"the Ray cluster at {self.address} failed: {_first_line(exc)}") from None
+
+
+def _batches(todo: Todo) -> Iterator[list[Job]]:
+    batch: list[Job] = []
+    size = 0
+    for entry, previous in todo:
+        if batch and (len(batch) >= FILES_PER_TASK or size + entry.size > BYTES_PER_TASK):
+            yield batch
+            batch, size = [], 0
+        batch.append((entry, previous, None))
+        size += entry.size
+    if batch:
+        yield batch
+
+
+def _least_busy(workers: list[Any], running: dict[Any, Any]) -> Any:
+    load = {id(w): 0 for w in workers}
+    for worker in running.values():
+        load[id(worker)] += 1
+    return min(workers, key=lambda w: load[id(w)])
+
+
+def _check_reachable(address: str) -> None:
+    """A host:port that does not answer fails now, in one line, not after Ray's minute of retries."""
+    if address == "auto":
+        return
+    parts = urlsplit(address if "://" in address else f"ray://{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise OboyuError(f"--cluster takes `local`, `auto` or a Ray address (host:port, ray://host:10001), not {address!r}")
+    try:
+        socket.create_connection((parts.hostname, port), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise OboyuError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}; "
+                         "is it started (`ray start --head`)?") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,129 @@
+"""One file made ready for the index: read, hashed, extracted, chunked and given its keyword
+terms. The same function runs in the indexer's reader thread and on a cluster's workers
+(oboyu.index.cluster), so both give the same rows."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
+from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
+from oboyu.documents.decoding import read_regular_file
+from oboyu.documents.extract import Unextractable, extract_file
+from oboyu.documents.keywords import term_counts
+from oboyu.index.records import DocumentRecord, StoredFile, keyword_text
+from oboyu.models.embedding import Embedder
+
+# a worker that cannot open a path the indexer listed (a folder only the indexer's machine mounts)
+NOT_HERE_ERRORS = {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM}
+
+
+@dataclass
+class Prepared:
+    entry: FileEntry
+    document: DocumentRecord
+    chunks: list[Chunk]
+    pages: list[tuple[int | None, int | None]]
+    terms: list[Counter[str]]  # keyword index terms of each chunk
+    is_new: bool
+    content_changed: bool  # False for a file rebuilt by --full whose content is as indexed
+    vectors: np.ndarray | None = None  # each chunk's vector from the embedding cache; NaN rows: still to make
+
+
+@dataclass
+class Touched:
+    """A file whose stat changed but whose content did not."""
+
+    entry: FileEntry
+
+
+@dataclass
+class Unindexable:
+    """A file whose content cannot be indexed (encrypted, corrupt, no text): skipped, and
+    remembered so that later updates pass it over until it changes."""
+
+    entry: FileEntry
+    reason: str
+
+    @property
+    def path(self) -> Path:
+        return self.entry.path
+
+
+@dataclass
+class NotReadableHere:
+    """A worker could not open the file (not mounted there, or not allowed): the indexer reads it
+    and sends its bytes."""
+
+    entry: FileEntry
+    previous: StoredFile | None
+
+
+Outcome = Prepared | Touched | Unindexable | Skipped
+Content = tuple[bytes, os.stat_result]  # a file's bytes and the stat of what was read
+
+
+def embedding_text(title: str | None, heading: str, text: str) -> str:
+    """What the model reads for a chunk: its document's title and its heading path (cut to
+    CONTEXT_CHARS, which chunk sizes leave room for), then its text."""
+    context = heading
+    if title and not context.startswith(title):
+        context = f"{title} > {context}" if context else title
+    if len(context) > CONTEXT_CHARS:
+        context = context[: CONTEXT_CHARS - 1] + "…"
+    return f"{context}\n{text}" if context else text
+
+
+def read_file(entry: FileEntry, max_bytes: int) -> Content | Skipped:
+    try:
+        return read_regular_file(entry.path, max_bytes)
+    except OSError as exc:
+        return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
+
+
+def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedder, chunker: Chunker,
+                 max_bytes: int, full: bool = False, bulk: bool = False, content: Content | None = None,
+                 on_worker: bool = False) -> Outcome | NotReadableHere:
+    """`entry` read (or its `content`, read by the indexer) and made into rows; `previous` is
+    what the index holds for it. `bulk`: tokenize with the fast tokenizer (a large run).
+    `on_worker`: a file this machine cannot open comes back as NotReadableHere."""
+    if content is None:
+        try:
+            content = read_regular_file(entry.path, max_bytes)
+        except OSError as exc:
+            if on_worker and exc.errno in NOT_HERE_ERRORS:
+                return NotReadableHere(entry, previous)
+            return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
+    # the stat of what was read: a file changed while being read looks changed next run
+    data, before = content
+    path = entry.path
+    if len(data) > max_bytes:
+        return Skipped(path, size_cap_reason(max_bytes))
+    entry = FileEntry(entry.path, entry.root, before.st_size, before.st_mtime_ns, entry.file_type)
+    sha = hashlib.sha256(data).hexdigest()
+    if previous is not None and previous.sha256 == sha and not full:
+        return Touched(entry)
+    if bulk:  # not for touched files: a checkout that changed no content loads nothing
+        embedder.use_bulk_tokenizer()
+    try:
+        extracted, encoding = extract_file(data, entry.file_type, path.name)
+        chunks = chunker.chunk(extracted)
+    except Unextractable as exc:
+        return Unindexable(entry, str(exc))
+    except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
+        return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
+    document = DocumentRecord(
+        path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
+        encoding=encoding, file_type=entry.file_type, title=extracted.title,
+    )
+    pages = [extracted.parts_between(c.start_char, c.end_char) for c in chunks]
+    terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
+    return Prepared(entry, document, chunks, pages, terms, is_new=previous is None,
+                    content_changed=previous is None or previous.sha256 != sha)
