@@ -228,7 +228,7 @@ def test_a_file_deleted_between_listing_and_reading_is_skipped_with_its_reason(
 
 def test_a_file_that_cannot_be_indexed_is_remembered_until_it_changes(tmp_path: Path, embedder: Embedder,
                                                                       monkeypatch, oboyu_env: dict) -> None:
-    import oboyu.index.indexer as indexer_module
+    import oboyu.index.preparing as preparing_module
 
     notes = tmp_path / "notes"
     write(notes / "a.md", "# メモ\n\n読めるメモ。\n")
@@ -238,8 +238,8 @@ def test_a_file_that_cannot_be_indexed_is_remembered_until_it_changes(tmp_path: 
     noise.write_bytes(b"\x00\x01\x02 binary")
     db = Path(oboyu_env["OBOYU_DB"])
     read: list[str] = []
-    real_extract = indexer_module.extract_file
-    monkeypatch.setattr(indexer_module, "extract_file", lambda data, kind, name: (read.append(name), real_extract(data, kind, name))[1])
+    real_extract = preparing_module.extract_file
+    monkeypatch.setattr(preparing_module, "extract_file", lambda data, kind, name: (read.append(name), real_extract(data, kind, name))[1])
 
     first = Indexer(db, embedder).index([notes])
     assert first.added == 1 and sorted(s.path.name for s in first.skipped) == ["locked.pdf", "noise.txt"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -45,6 +46,7 @@ ACTOR_CPUS = 1  # CPUs (and ONNX threads) a worker takes: one worker a CPU also 
 FILES_PER_TASK = 16  # files sent to a worker at once ...
 BYTES_PER_TASK = 8 << 20  # ... or fewer, up to this many bytes
 TASKS_PER_WORKER = 2  # in flight: one running, one waiting, so a worker never idles between tasks
+TEXTS_PER_TASK = 64  # passages a worker embeds at once: a group of the meaning pass is cut into several
 CONNECT_SECONDS = 5.0
 LOCAL = "local"
 
@@ -276,9 +278,13 @@ class Cluster:
                     self._ray.cancel(task)
 
     def embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
+        """Each group cut into tasks of at most TEXTS_PER_TASK texts, so that a group keeps
+        several workers busy; a group is done when all its tasks are."""
         workers = self._start()
-        running: dict[Any, tuple[Tag, Any]] = {}
+        running: dict[Any, tuple[int, int, Any]] = {}  # task -> (group, its part, worker)
+        waiting: dict[int, tuple[Tag, list[np.ndarray | None]]] = {}  # group -> (tag, parts' vectors)
         drawn_all = False
+        numbers = itertools.count()
         try:
             while True:
                 while not drawn_all and len(running) < TASKS_PER_WORKER * len(workers):
@@ -290,14 +296,23 @@ class Cluster:
                     if not texts:  # the cache had them all
                         yield tag, self._empty
                         continue
-                    worker = _least_busy(workers, {task: w for task, (_, w) in running.items()})
-                    running[worker.embed.remote(self._parcel, texts)] = (tag, worker)
+                    parts = [texts[i : i + TEXTS_PER_TASK] for i in range(0, len(texts), TEXTS_PER_TASK)]
+                    number = next(numbers)
+                    waiting[number] = (tag, [None] * len(parts))
+                    for index, part in enumerate(parts):
+                        worker = _least_busy(workers, {task: w for task, (_, _, w) in running.items()})
+                        running[worker.embed.remote(self._parcel, part)] = (number, index, worker)
                 if not running:
                     return
                 finished, _ = self._ray.wait(list(running), num_returns=1)
                 for task in finished:
-                    tag, _ = running.pop(task)
-                    yield tag, self._get(task)
+                    group, index, _ = running.pop(task)
+                    tag, vectors = waiting[group]
+                    vectors[index] = self._get(task)
+                    done = [v for v in vectors if v is not None]
+                    if len(done) == len(vectors):
+                        del waiting[group]
+                        yield tag, np.concatenate(done)
         finally:
             for task in running:
                 with contextlib.suppress(Exception):
