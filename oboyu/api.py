@@ -63,7 +63,9 @@ def open_indexer(index: Path | WritableIndex, embedder: Embedder, progress: Prog
 
 def open_cluster(address: str, embedder: Embedder, notify: Callable[[str], None] | None = None) -> Cluster:
     """Workers on a Ray cluster for `open_indexer` ("local" starts one on this machine); needs the
-    `cluster` extra. Connects now, so that a wrong address fails before any work."""
+    `cluster` extra. Connects now, so that a wrong address fails before any work; call it from a
+    thread that outlives the run (Ray's local processes die with the thread that started them).
+    Close it (or use it as a context manager) to stop the workers."""
     from oboyu.index.cluster import Cluster
 
     cluster = Cluster(address, embedder, notify)

@@ -156,7 +156,8 @@ def _matches(folder: Path, manifest: dict) -> bool:
 class Cluster:
     """A Ray cluster's workers for one indexing run (Workers, for oboyu.index.indexer.Indexer).
     `address`: "local" starts Ray on this machine; else a Ray address ("auto", "host:6379",
-    "ray://host:10001"). Workers start on first use; `close` stops them."""
+    "ray://host:10001"). `connect` (or entering it) joins the cluster; workers start on first
+    use; `close` stops them."""
 
     def __init__(self, address: str, embedder: Embedder, notify: Any = None):
         self.address = address
@@ -191,8 +192,9 @@ class Cluster:
     def _start(self) -> list[Any]:
         if self._workers:
             return self._workers
-        if self._ray is None:
-            self.connect()
+        if self._ray is None:  # not from here: this runs in the indexer's reader thread, and Ray
+            # ties the life of the processes `local` starts to the thread that starts them
+            raise RuntimeError("Cluster.connect() first, in a thread that outlives the run")
         ray = self._ray
         cpus = int(ray.cluster_resources().get("CPU", 0))
         if cpus < ACTOR_CPUS:
@@ -226,6 +228,8 @@ class Cluster:
         self._ray = None
 
     def __enter__(self) -> Cluster:
+        if self._ray is None:
+            self.connect()
         return self
 
     def __exit__(self, *exc: object) -> None:

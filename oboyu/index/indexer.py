@@ -1,6 +1,8 @@
-"""Indexing: compare the disk with the index (`plan`), then read, decode, extract and chunk in a
-reader thread while the main thread embeds (reusing the embedding cache) and stores, several
-files per batch so the model sees full, length-sorted batches.
+"""Indexing: compare the disk with the index (`plan`); then the keyword pass, in which a reader
+thread reads, extracts and chunks the files (oboyu.index.preparing) while the main thread stores
+them a batch at a time; then the meaning pass, which embeds every passage still without a vector
+(reusing the embedding cache) and stores the vectors a group at a time. With `workers` (a Ray
+cluster) other processes prepare and embed; this one still plans, asks the cache and writes.
 
 Every file's rows change in one transaction, and a file that fails anywhere before storing is
 skipped with its reason. Given a path rather than an open Store, the indexer opens the index only
