@@ -31,7 +31,7 @@ from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from tests.conftest import run_oboyu
 from tests.test_crash_and_concurrency import assert_same_index, make_tree, run_env, snapshot, start_index
-from tests.test_progressive import MEANING_PASS
+from tests.test_progressive import wait_for_meaning_pass
 
 pytestmark = pytest.mark.slow
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a cluster of this machine's own
@@ -122,12 +122,7 @@ def test_an_indexer_killed_while_the_cluster_embeds_is_finished_by_a_plain_run(t
     db = Path(env["OBOYU_DB"])
     process = start_index(env, str(tree), "--cluster", "local")
     try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith(MEANING_PASS):
-                break
-        else:
-            pytest.fail(f"no meaning pass announced; exit {process.wait()}")
+        wait_for_meaning_pass(process)
         process.send_signal(signal.SIGKILL)  # the driver: Ray's workers die with it
         process.wait()
     finally:

@@ -34,6 +34,15 @@ def _coverage(db: Path) -> tuple[int, int]:
         return store.vector_coverage()
 
 
+def wait_for_meaning_pass(process: subprocess.Popen) -> None:
+    """Read the indexer's stderr until it announces its meaning pass (the keyword pass is stored)."""
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith(MEANING_PASS):
+            return
+    pytest.fail(f"no meaning pass announced; exit {process.wait()}")
+
+
 def _pause_with_index_free(process: subprocess.Popen, db: Path) -> None:
     """SIGSTOP the indexer at a moment it does not hold the index file open (it opens it for
     each write only): stopped inside a write, it is let go on a moment and stopped again."""
@@ -57,12 +66,7 @@ def test_keyword_answers_while_vectors_are_made_and_a_killed_meaning_pass_resume
     db = Path(env["OBOYU_DB"])
     process = start_index(env, str(tree))
     try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith(MEANING_PASS):
-                break
-        else:
-            pytest.fail(f"no meaning pass announced; exit {process.wait()}")
+        wait_for_meaning_pass(process)
         _pause_with_index_free(process, db)
         embedded, total = _coverage(db)
         assert embedded < total and total > 256

