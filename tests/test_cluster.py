@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import oboyu.index.indexer as indexer_module
+from oboyu.errors import OboyuError
 from oboyu.index.cluster import Cluster
 from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.indexer import Indexer
@@ -211,3 +212,22 @@ def test_a_cluster_that_is_not_there_is_one_line(oboyu_env: dict, tmp_path: Path
         result = run_oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--cluster", address)
         assert result.returncode != 0 and expected in result.stderr
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_workers_refuse_a_model_whose_files_differ_from_its_manifest(tmp_path: Path, model_dir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model reaches the workers with its manifest; a file changed on the way (here: at the
+    source) is caught by its sha256 on the node, and no worker embeds with it."""
+    for name, value in RAY_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))  # this node has no copy yet
+    changed = tmp_path / "model"
+    shutil.copytree(model_dir, changed)
+    tokenizer = changed / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes() + b" ")  # still valid JSON: only its hash tells
+    tree = tmp_path / "tree"
+    make_tree(tree, random.Random(16), 3)
+    with Cluster("local", Embedder(changed)) as cluster, pytest.raises(OboyuError) as refused:
+        Indexer(tmp_path / "index.duckdb", cluster.embedder, workers=cluster).index([tree])
+    assert "a worker cannot index: the model intfloat/multilingual-e5-small@" in str(refused.value)
+    assert "arrived damaged" in str(refused.value)

@@ -80,3 +80,20 @@ def test_a_removed_root_leaves_the_index_and_overlaps_count_once(tmp_path: Path,
         gone.rmdir()
         stats = Indexer(store, embedder).index([gone])
         assert stats.removed == 1 and store.counts() == (1, 1)
+
+
+def test_a_large_run_tokenizes_fast_and_lets_the_fast_tokenizer_go(tmp_path: Path, model_dir: Path,
+                                                                   monkeypatch) -> None:
+    """The Rust tokenizer (~280 MB) serves a large run only: a long-lived process (the app, the
+    MCP server, --watch) gets its memory back when the run ends."""
+    import oboyu.index.indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "BULK_TOKENIZER_FILES", 3)  # "large": three files
+    for i in range(3):
+        (tmp_path / "notes").mkdir(exist_ok=True)
+        (tmp_path / "notes" / f"{i}.md").write_text(f"# メモ {i}\n\n会議の議事録をまとめる。\n", encoding="utf-8")
+    embedder = Embedder(model_dir)
+    seen: list[bool] = []
+    Indexer(tmp_path / "index.duckdb", embedder, lambda step: seen.append(embedder._bulk is not None)).index([tmp_path / "notes"])
+    assert any(seen), "the run tokenized with the fast tokenizer"
+    assert embedder._bulk is None and "bulk_tokenizer" not in embedder.__dict__

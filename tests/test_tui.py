@@ -13,6 +13,7 @@ import pytest
 from conftest import EXAMPLE_NOTES
 
 from oboyu.index.indexer import Indexer
+from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.tui.app import OboyuApp, editor_arguments
@@ -215,6 +216,27 @@ def test_removing_a_root_drops_its_rows(db: Path, embedder: Embedder) -> None:
     asyncio.run(run())
     with Store(db, read_only=True) as store:
         assert store.counts() == (0, 0)
+
+
+def test_a_root_is_not_removed_while_another_process_indexes(db: Path, embedder: Embedder) -> None:
+    messages: list[str] = []
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        notify = app.notify
+        app.notify = lambda message, **kw: (messages.append(str(message)), notify(message, **kw))[1]
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+o")
+            table = app.screen.query_one("#roots")
+            await until(pilot, lambda: table.row_count == 1)
+            with IndexLock(db):  # what `oboyu index` holds for its whole run
+                await pilot.press("d", "y")
+                await until(pilot, lambda: any("cannot remove" in m for m in messages))
+
+    asyncio.run(run())
+    assert any("is updating the index" in m for m in messages), messages
+    with Store(db, read_only=True) as store:
+        assert store.counts()[0] > 0 and len(store.roots()) == 1
 
 
 def test_errors_are_notifications_not_crashes(db: Path, home: Path, embedder: Embedder) -> None:

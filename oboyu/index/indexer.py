@@ -194,7 +194,9 @@ class Indexer:
 
     def _run(self, parts_of: Callable[[Store, IndexStats], list[Part]]) -> IndexStats:
         """Under the indexer lock: choose the parts to compare, plan, apply."""
-        with IndexLock(self.index_path):
+        with IndexLock(self.index_path), contextlib.ExitStack() as after:
+            # the fast tokenizer's 280 MB are for a large run, not for the queries of a long-lived process
+            after.callback(self.embedder.drop_bulk_tokenizer)
             stats = IndexStats()
             started = time.perf_counter()
             with self._open() as store:

@@ -85,6 +85,12 @@ class Embedder:
         """Tokenize with `bulk_tokenizer` from now on (an indexing run: thousands of passages)."""
         self._bulk = self.bulk_tokenizer
 
+    def drop_bulk_tokenizer(self) -> None:
+        """Back to the light tokenizer, the bulk one's memory let go: a long-lived process (the
+        app, the MCP server, `--watch`) after a large indexing run."""
+        self._bulk = None
+        self.__dict__.pop("bulk_tokenizer", None)
+
     @property
     def _encoder(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
         return self._bulk if self._bulk is not None else self.tokenizer

@@ -29,6 +29,7 @@ from oboyu.documents.extract import SOURCE_TYPES
 from oboyu.documents.keywords import match_spans, words
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
+from oboyu.index.lock import IndexLock
 from oboyu.index.reports import IndexProgress, IndexStats, meaning_share
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder
@@ -407,8 +408,8 @@ class OboyuApp(App):
         self.run_worker(partial(self._remove_in_thread, root), thread=True, group="index", exit_on_error=False)
 
     def _remove_in_thread(self, root: str) -> None:
-        try:
-            with self.live.writing() as store:
+        try:  # under the indexer's lock: an `oboyu index` elsewhere would write the root back
+            with IndexLock(self.live.db_path), self.live.writing() as store:
                 removed = store.remove_root(root)
         except Exception as exc:
             self.call_from_thread(self.notify, f"cannot remove {root}: {exc}", severity="error")
