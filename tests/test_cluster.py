@@ -213,6 +213,13 @@ def test_a_cluster_that_is_not_there_is_one_line(oboyu_env: dict, tmp_path: Path
         assert result.returncode != 0 and expected in result.stderr
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
+    # without the extra: Ray cannot be imported
+    script = ("import sys; sys.modules['ray'] = None; from oboyu.cli.main import main; "
+              f"sys.argv = ['oboyu', 'index', {str(tmp_path / 'notes')!r}, '--cluster', 'local']; main()")
+    missing = subprocess.run([sys.executable, "-c", script], env=oboyu_env, capture_output=True, text=True, timeout=300)
+    assert missing.returncode != 0 and "--cluster needs Ray: pip install 'oboyu[cluster]'" in missing.stderr
+    assert "Traceback" not in missing.stderr, missing.stderr
+
 
 def test_workers_refuse_a_model_whose_files_differ_from_its_manifest(tmp_path: Path, model_dir: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
