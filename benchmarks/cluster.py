@@ -45,26 +45,23 @@ HERE = Path(__file__).resolve().parent
 
 
 class WriteTimer:
-    """Seconds spent in the index's writes, and the passages they carried."""
+    """Seconds spent in the index's writes."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self.passages = 0
         self._originals: dict[str, Callable] = {}
 
     def __enter__(self) -> WriteTimer:
-        for name, count in (("write_documents", lambda items: sum(len(chunks) for _, chunks, _ in items)),
-                            ("add_vectors", lambda ids, vectors: 0)):
+        for name in ("write_documents", "add_vectors"):
             original = getattr(Store, name)
             self._originals[name] = original
 
-            def timed(store, *args, _original=original, _count=count):
+            def timed(store, *args, _original=original):
                 started = time.perf_counter()
                 try:
                     return _original(store, *args)
                 finally:
                     self.seconds += time.perf_counter() - started
-                    self.passages += _count(*args)
 
             setattr(Store, name, timed)
         return self

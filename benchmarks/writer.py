@@ -33,6 +33,9 @@ def read_index(db: Path) -> tuple[str, int, list[tuple[DocumentRecord, list[Chun
         terms: dict[str, dict[str, int]] = {}
         for cid, term, tf in q("SELECT chunk_id, term, tf FROM kw_postings").fetchall():
             terms.setdefault(cid, {})[term] = tf
+        embedded, total = store.vector_coverage()
+        if embedded < total:
+            raise SystemExit(f"{db}: {total - embedded:,} passages have no vector yet; run `oboyu index` to finish it")
         vectors = {cid: np.asarray(v, np.float32) for cid, v in q("SELECT chunk_id, vector FROM embeddings").fetchall()}
         chunks: dict[int, list[ChunkRecord]] = {}
         for row in q("SELECT document_id, id, ordinal, heading, start_line, end_line, start_char, end_char, text, "

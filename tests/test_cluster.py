@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import oboyu.index.cluster as cluster_module
 import oboyu.index.indexer as indexer_module
 from oboyu.errors import OboyuError
 from oboyu.index.cluster import Cluster
@@ -105,6 +106,7 @@ def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, 
     assert done.returncode == 0, done.stderr
     assert re.search(r"\d+ workers on 1 node ready", done.stderr), done.stderr
     assert "40 added" in done.stderr and "broken.pdf" in done.stderr
+    assert "could not open" not in done.stderr  # the workers read every file themselves
     with Store(Path(env["OBOYU_DB"]), read_only=True) as store:
         assert store.integrity_problems() == []
     assert_same_index(snapshot(Path(env["OBOYU_DB"])), _single_process_index(tmp_path / "single.duckdb", embedder, tree),
@@ -113,6 +115,10 @@ def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, 
     # a second run has nothing to do and never starts Ray's workers
     again = run_oboyu(env, "index", "--cluster", "local")
     assert again.returncode == 0 and "0 added" in again.stderr and "workers" not in again.stderr
+    # a new index of the same folder: the cache is asked first, and no passage is sent to be embedded
+    warm = run_oboyu(env, "index", str(tree), "--cluster", "local", "--db", str(tmp_path / "warm.duckdb"))
+    assert warm.returncode == 0, warm.stderr
+    assert re.search(r"; 0 chunks embedded, \d+ reused from the cache", warm.stderr), warm.stderr
 
 
 def test_an_indexer_killed_while_the_cluster_embeds_is_finished_by_a_plain_run(tmp_path: Path, embedder: Embedder,
@@ -150,7 +156,9 @@ def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Pat
         monkeypatch.setenv(name, value)
     tree = tmp_path / "tree"
     make_tree(tree, random.Random(13), 40)
-    monkeypatch.setattr(indexer_module, "EMBED_GROUP_CHUNKS", 16)  # many tasks: the kill lands in the middle
+    # many small tasks in both passes: each kill lands in the middle of one
+    monkeypatch.setattr(indexer_module, "EMBED_GROUP_CHUNKS", 16)
+    monkeypatch.setattr(cluster_module, "FILES_PER_TASK", 2)
     said: list[str] = []
     killed: list[int] = []
     with Cluster(address, embedder, said.append) as cluster:
@@ -158,7 +166,10 @@ def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Pat
         assert len({node for node, _ in before.values()}) == 2, "a worker on each node"
 
         def on_progress(step: IndexProgress) -> None:
-            if step.phase == "meaning" and step.vectors_done >= 16 and not killed:
+            if step.phase == "keywords" and step.files_done >= 6 and not killed:  # one worker while it prepares
+                killed.append(before[1][1])
+                os.kill(before[1][1], signal.SIGKILL)
+            if step.phase == "meaning" and step.vectors_done >= 16 and len(killed) == 1:  # the other while it embeds
                 killed.append(before[0][1])
                 os.kill(before[0][1], signal.SIGKILL)
 
@@ -166,8 +177,10 @@ def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Pat
         stats = Indexer(db, embedder, on_progress, cache=EmbeddingCache(tmp_path / "cache.sqlite3"),
                         workers=cluster).index([tree])
         after = dict(enumerate(cluster.worker_processes()))
-    assert killed and stats.added == 40 and not stats.stopped
-    assert after[0][1] != before[0][1] and after[0][0] == before[0][0], "restarted by Ray on its node"
+    assert len(killed) == 2 and stats.added == 40 and not stats.stopped
+    for worker in (0, 1):
+        assert after[worker][1] != before[worker][1] and after[worker][0] == before[worker][0], "restarted on its node"
+    assert not any("prepared here" in line or "could not open" in line for line in said), said
     assert "2 workers on 2 nodes ready" in said
     assert_same_index(snapshot(db), _single_process_index(tmp_path / "single.duckdb", embedder, tree), atol=ATOL)
 
@@ -196,7 +209,7 @@ def test_files_only_the_indexer_sees_are_read_by_it_and_sent(tmp_path: Path, two
 
     on_cluster = index_privately(str(tmp_path / "cluster.duckdb"), "--cluster", address)
     assert on_cluster.returncode == 0, on_cluster.stderr
-    assert "the workers could not open 8 files; they were read here and sent to them" in on_cluster.stderr
+    assert "the workers could not open 8 files (or saw other files at their paths); they were read here" in on_cluster.stderr
     assert "20 added" in on_cluster.stderr
     single = index_privately(str(tmp_path / "single.duckdb"))
     assert single.returncode == 0, single.stderr

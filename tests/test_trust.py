@@ -16,7 +16,7 @@ import pytest
 from conftest import run_oboyu as oboyu
 
 from oboyu.errors import IndexBusyError
-from oboyu.index.embedding_cache import EmbeddingCache, embed_passages
+from oboyu.index.embedding_cache import EmbeddingCache, look_up
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
 from oboyu.index.reports import IndexProgress
@@ -81,11 +81,13 @@ def test_a_full_cache_never_costs_a_vector(tmp_path: Path, embedder: Embedder) -
     assert cache.con is not None
     cache.con.execute("PRAGMA max_page_count = 4")  # SQLITE_FULL, as on a full disk
     texts = [f"議事録 {i} を共有フォルダへ置く。" * 20 for i in range(40)]
-    vectors, embedded, reused = embed_passages(embedder, texts, cache)
-    assert vectors.shape == (40, embedder.info.dimensions) and embedded == 40 and reused == 0
-    assert np.allclose(vectors, embed_passages(embedder, texts, None)[0], atol=1e-5)
+    lookup = look_up(embedder, texts, cache)  # as the indexer does: ask the cache, embed the rest, keep them
+    assert len(lookup.missing) == 40
+    vectors = lookup.fill(embedder.embed(list(lookup.missing.values())), cache, embedder.info.model_id)
+    assert vectors.shape == (40, embedder.info.dimensions)
+    assert np.allclose(vectors, embedder.embed_passages(texts), atol=1e-5)
     assert len(told) == 1 and "going on without it" in told[0]
-    assert embed_passages(embedder, texts[:2], cache)[0].shape == (2, embedder.info.dimensions)
+    assert len(look_up(embedder, texts[:2], cache).missing) == 2  # nothing kept, and no error
     cache.close()
 
 

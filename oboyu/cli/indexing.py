@@ -114,6 +114,8 @@ def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: st
     if indexed_with is not None and indexed_with != embedder.info.model_id and not quiet:
         progress.message(f"oboyu: the index was built with {indexed_with}; every file is embedded again "
                          f"with {embedder.info.model_id}")
+    if cluster is not None and not cluster.strip():
+        raise click.UsageError("--cluster needs an address: local, auto, host:port or ray://host:10001")
     with contextlib.ExitStack() as stack:
         workers = None
         if cluster:

@@ -20,8 +20,10 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
 import socket
+import threading
 from collections import deque
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -48,6 +50,9 @@ BYTES_PER_TASK = 8 << 20  # ... or fewer, up to this many bytes
 TASKS_PER_WORKER = 2  # in flight: one running, one waiting, so a worker never idles between tasks
 TEXTS_PER_TASK = 64  # passages a worker embeds at once: a group of the meaning pass is cut into several
 CONNECT_SECONDS = 5.0
+READY_SECONDS = 600.0  # for the workers to start and load the model (sent over the network once)
+TASK_RETRIES = 2  # a task whose worker died is run again this often; then its files are prepared here
+WAIT_SECONDS = 0.5  # between looks at whether the run was stopped
 LOCAL = "local"
 
 Tag = TypeVar("Tag")
@@ -111,8 +116,9 @@ class ClusterWorker:
 
 def receive_model(parcel: ModelParcel) -> Path:
     """The parcel's model in this machine's cache folder: unpacked once per machine (the workers
-    starting there take turns, the first unpacks), checked file by file against the manifest,
-    and the manifest against the fingerprint."""
+    starting there take turns, the first unpacks), its files checked against the manifest's
+    sha256 once and then by a stamp of their sizes and times, the manifest against the
+    fingerprint."""
     import ray
 
     info = ModelInfo.from_manifest(parcel.manifest)
@@ -122,9 +128,10 @@ def receive_model(parcel: ModelParcel) -> Path:
     folder = parent / info.fingerprint[:32]
     parent.mkdir(parents=True, exist_ok=True)
     with install_lock(parent / f".{folder.name}.lock"):
-        if _matches(folder, parcel.manifest):
+        if _stamped(folder, parcel.manifest) or _matches(folder, parcel.manifest):
             return folder
-        shutil.rmtree(folder, ignore_errors=True)  # a damaged or partial copy
+        for stale in [folder, *parent.glob(".receiving-*")]:  # a damaged copy, a killed worker's unpacking
+            shutil.rmtree(stale, ignore_errors=True)
         with work_folder(parent, ".receiving-") as work:
             for name, ref in parcel.files.items():
                 (work / name).write_bytes(ray.get(ref))
@@ -134,8 +141,12 @@ def receive_model(parcel: ModelParcel) -> Path:
     return folder
 
 
+STAMP = ".checked"
+
+
 def _matches(folder: Path, manifest: dict) -> bool:
-    """Every file the manifest lists is in `folder` with its sha256, the manifest with it."""
+    """Every file the manifest lists is in `folder` with its sha256, the manifest with it; stamped
+    when so, with each file's size and time."""
     try:
         for name, record in manifest["files"].items():
             digest = hashlib.sha256()
@@ -144,9 +155,30 @@ def _matches(folder: Path, manifest: dict) -> bool:
                     digest.update(block)
             if digest.hexdigest() != record["sha256"]:
                 return False
-        return json.loads((folder / MANIFEST).read_text(encoding="utf-8")) == manifest
+        if json.loads((folder / MANIFEST).read_text(encoding="utf-8")) != manifest:
+            return False
+        (folder / STAMP).write_text(json.dumps(_file_stats(folder, manifest)), encoding="utf-8")
+        return True
     except (OSError, ValueError):
         return False
+
+
+def _stamped(folder: Path, manifest: dict) -> bool:
+    """The folder was checked and no file of it has changed since (hashing a large model for each
+    worker of a many-core machine would hold up their start)."""
+    try:
+        stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
+        return stamp == _file_stats(folder, manifest) and json.loads((folder / MANIFEST).read_text(encoding="utf-8")) == manifest
+    except (OSError, ValueError):
+        return False
+
+
+def _file_stats(folder: Path, manifest: dict) -> dict[str, list[int]]:
+    stats = {}
+    for name in [*manifest["files"], MANIFEST]:
+        info = (folder / name).stat()
+        stats[name] = [info.st_size, info.st_mtime_ns]
+    return stats
 
 
 class Cluster:
@@ -163,6 +195,7 @@ class Cluster:
         self._workers: list[Any] = []
         self._parcel: ModelParcel | None = None  # its references keep the model in Ray's store for restarted workers
         self._empty = np.zeros((0, embedder.info.dimensions), np.float32)
+        self._chunker: Chunker | None = None  # for a file that stops its workers
 
     # --- connecting ---------------------------------------------------------------------------
 
@@ -173,6 +206,8 @@ class Cluster:
         except ImportError:
             raise OboyuError("--cluster needs Ray: pip install 'oboyu[cluster]'") from None
         self._ray = ray
+        # Ray reports usage statistics to its makers unless told not to; nothing leaves the machine unasked
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         settings: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
         if self.address == LOCAL:
             settings.update(num_cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
@@ -192,17 +227,22 @@ class Cluster:
             # ties the life of the processes `local` starts to the thread that starts them
             raise RuntimeError("Cluster.connect() first, in a thread that outlives the run")
         ray = self._ray
-        cpus = int(ray.cluster_resources().get("CPU", 0))
+        cpus = int(ray.available_resources().get("CPU", 0))  # a shared cluster's busy CPUs would never start a worker
         if cpus < ACTOR_CPUS:
             raise OboyuError(f"the Ray cluster at {self.address} has no free CPU for oboyu's workers")
         folder = self.embedder.model_dir
         manifest = self.embedder.manifest
         files = {name: ray.put((folder / name).read_bytes()) for name in [*manifest["files"], MANIFEST]}
         parcel = self._parcel = ModelParcel(self.embedder.info.model_id, manifest, files, oboyu.__version__)
-        remote = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=-1, max_task_retries=-1)(ClusterWorker)
+        remote = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=-1, max_task_retries=TASK_RETRIES)(ClusterWorker)
         workers = [remote.options(scheduling_strategy="SPREAD").remote(ACTOR_CPUS) for _ in range(max(1, cpus // ACTOR_CPUS))]
         self.notify(f"starting {len(workers)} workers on the Ray cluster at {self.address} (loading the model)")
-        places = self._get([worker.ready.remote(parcel) for worker in workers])
+        try:
+            places = self._get([worker.ready.remote(parcel) for worker in workers], timeout=READY_SECONDS)
+        except OboyuError:
+            for worker in workers:
+                ray.kill(worker)
+            raise
         problems = sorted({problem for _, _, problem in places if problem})
         if problems:
             for worker in workers:
@@ -238,28 +278,39 @@ class Cluster:
     # --- the work ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def prepared(self, todo: Todo, settings: PrepareSettings) -> Iterator[Iterator[Outcome]]:
-        outcomes = self._prepared(todo, settings)
+    def prepared(self, todo: Todo, settings: PrepareSettings, stop: threading.Event) -> Iterator[Iterator[Outcome]]:
+        outcomes = self._prepared(todo, settings, stop)
         try:
             yield outcomes
         finally:
             outcomes.close()
 
-    def _prepared(self, todo: Todo, settings: PrepareSettings) -> Generator[Outcome, None, None]:
+    def _prepared(self, todo: Todo, settings: PrepareSettings, stop: threading.Event) -> Generator[Outcome, None, None]:
         workers = self._start()
         jobs: deque[list[Job]] = deque(_batches(todo))
-        running: dict[Any, Any] = {}  # task -> worker
-        sent = 0  # files the workers could not open, read here
+        running: dict[Any, tuple[Any, list[Job]]] = {}  # task -> (worker, its files)
+        sent = here = 0  # files the workers could not open, read here; files prepared here
         try:
-            while jobs or running:
+            while (jobs or running) and not stop.is_set():
                 while jobs and len(running) < TASKS_PER_WORKER * len(workers):
-                    worker = _least_busy(workers, running)
-                    running[worker.prepare.remote(self._parcel, jobs.popleft(), settings)] = worker
-                finished, _ = self._ray.wait(list(running), num_returns=1)
+                    worker = _least_busy(workers, {task: w for task, (w, _) in running.items()})
+                    batch = jobs.popleft()
+                    running[worker.prepare.remote(self._parcel, batch, settings)] = (worker, batch)
+                finished, _ = self._ray.wait(list(running), num_returns=1, timeout=WAIT_SECONDS)
                 for task in finished:
-                    del running[task]
+                    _, batch = running.pop(task)
+                    try:
+                        outcomes = self._ray.get(task)
+                    except self._ray.exceptions.RayError:
+                        if len(batch) > 1:  # a file that takes its worker down: find it, one file a task
+                            jobs.extendleft([job] for job in reversed(batch))
+                            continue
+                        # that file, after Ray's retries: prepared here, as a single run would
+                        entry, previous, given = batch[0]
+                        outcomes = [self._prepare_here(entry, previous, given, settings)]
+                        here += 1
                     resend: list[Job] = []
-                    for outcome in self._get(task):
+                    for outcome in outcomes:
                         if isinstance(outcome, NotReadableHere):
                             content = read_file(outcome.entry, settings.max_bytes)
                             if isinstance(content, tuple):
@@ -271,11 +322,23 @@ class Cluster:
                     if resend:
                         jobs.appendleft(resend)
             if sent:
-                self.notify(f"the workers could not open {sent:,} files; they were read here and sent to them")
+                self.notify(f"the workers could not open {sent:,} files (or saw other files at their paths); "
+                            "they were read here and sent to them")
+            if here:
+                self.notify(f"{here:,} files stopped their workers again and again; they were prepared here")
         finally:
             for task in running:  # the run stopped: work not yet written is dropped
                 with contextlib.suppress(Exception):
                     self._ray.cancel(task)
+
+    def _prepare_here(self, entry: Any, previous: StoredFile | None, content: Content | None,
+                      settings: PrepareSettings) -> Outcome:
+        if self._chunker is None:
+            self._chunker = Chunker(self.embedder.count_tokens, self.embedder.split_by_tokens)
+        outcome = prepare_file(entry, previous, self.embedder, self._chunker, settings.max_bytes, settings.full,
+                               content=content)
+        assert not isinstance(outcome, NotReadableHere)  # only a worker's
+        return outcome
 
     def embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
         """Each group cut into tasks of at most TEXTS_PER_TASK texts, so that a group keeps
@@ -318,12 +381,15 @@ class Cluster:
                 with contextlib.suppress(Exception):
                     self._ray.cancel(task)
 
-    def _get(self, tasks: Any) -> Any:
+    def _get(self, tasks: Any, timeout: float | None = None) -> Any:
         """ray.get, its errors as one line: a task that failed even after Ray's retries."""
         try:
-            return self._ray.get(tasks)
+            return self._ray.get(tasks, timeout=timeout)
+        except self._ray.exceptions.GetTimeoutError:
+            raise OboyuError(f"oboyu's workers on the Ray cluster at {self.address} did not start within "
+                             f"{timeout:.0f} s; is the cluster busy?") from None
         except self._ray.exceptions.RayError as exc:
-            raise OboyuError(f"the Ray cluster at {self.address} failed: {_first_line(exc)}") from None
+            raise OboyuError(f"the Ray cluster at {self.address} failed: {_reason(exc)}") from None
 
 
 def _batches(todo: Todo) -> Iterator[list[Job]]:
@@ -350,20 +416,31 @@ def _check_reachable(address: str) -> None:
     """A host:port that does not answer fails now, in one line, not after Ray's minute of retries."""
     if address == "auto":
         return
-    parts = urlsplit(address if "://" in address else f"ray://{address}")
     try:
-        port = parts.port
+        parts = urlsplit(address if "://" in address else f"ray://{address}")
+        host, port = parts.hostname, parts.port
     except ValueError:
-        port = None
-    if not parts.hostname or port is None:
+        host, port = None, None
+    if not host or port is None:
         raise OboyuError(f"--cluster takes `local`, `auto` or a Ray address (host:port, ray://host:10001), not {address!r}")
     try:
-        socket.create_connection((parts.hostname, port), timeout=CONNECT_SECONDS).close()
+        socket.create_connection((host, port), timeout=CONNECT_SECONDS).close()
     except OSError as exc:
         raise OboyuError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}; "
                          "is it started (`ray start --head`)?") from None
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def _reason(exc: BaseException) -> str:
+    """A Ray error's own cause (the exception raised in the task), not Ray's wrapping of it."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, OboyuError):
+        return str(cause)
+    return _first_line(cause if isinstance(cause, BaseException) else exc)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -210,12 +210,3 @@ def look_up(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) 
         else:
             missing.setdefault(key, text)
     return Lookup(keys, vectors, missing)
-
-
-def embed_passages(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> tuple[np.ndarray, int, int]:
-    """Vectors of these passages, from the cache where it has them, the rest embedded and kept:
-    (vectors, how many embedded, how many reused)."""
-    lookup = look_up(embedder, texts, cache)
-    if lookup.missing:
-        lookup.fill(embedder.embed(list(lookup.missing.values())), cache, embedder.info.model_id)
-    return lookup.vectors, len(lookup.missing), len(texts) - len(lookup.missing)

@@ -73,8 +73,10 @@ class Workers(Protocol):
     """Other processes that prepare files and embed passages for this indexer (a Ray cluster:
     oboyu.index.cluster); the indexer alone plans and writes."""
 
-    def prepared(self, todo: Todo, settings: PrepareSettings) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
-        """Each file's outcome, in the order they finish; leaving the block drops unfinished work."""
+    def prepared(self, todo: Todo, settings: PrepareSettings,
+                 stop: threading.Event) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
+        """Each file's outcome, in the order they finish, until `stop` is set; leaving the block
+        drops unfinished work."""
         ...
 
     def embedded(self, groups: Iterator[tuple[Tag, list[str]]]) -> Iterator[tuple[Tag, np.ndarray]]:
@@ -393,7 +395,7 @@ class Indexer:
 
         def read() -> None:
             try:
-                with self._outcomes(todo) as outcomes:
+                with self._outcomes(todo, stop) as outcomes:
                     for outcome in outcomes:
                         if stop.is_set():
                             return
@@ -422,10 +424,11 @@ class Indexer:
         if errors:
             raise errors[0]
 
-    def _outcomes(self, todo: Todo) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
+    def _outcomes(self, todo: Todo, stop: threading.Event) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
         if self.workers is not None:
-            return self.workers.prepared(todo, PrepareSettings(self.max_bytes, self.full, self._bulk_wanted))
-        return contextlib.nullcontext(self._prepare(entry, previous) for entry, previous in todo)
+            return self.workers.prepared(todo, PrepareSettings(self.max_bytes, self.full, self._bulk_wanted), stop)
+        # `stop` looked at before each file: a stopped run reads no file more
+        return contextlib.nullcontext(self._prepare(entry, previous) for entry, previous in todo if not stop.is_set())
 
     def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> Outcome:
         outcome = prepare_file(entry, previous, self.embedder, self.chunker, self.max_bytes, self.full, self._bulk_wanted)

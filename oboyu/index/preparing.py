@@ -4,7 +4,6 @@ terms. The same function runs in the indexer's reader thread and on a cluster's 
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 from collections import Counter
@@ -20,9 +19,6 @@ from oboyu.documents.extract import Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
 from oboyu.index.records import DocumentRecord, StoredFile, keyword_text
 from oboyu.models.embedding import Embedder
-
-# a worker that cannot open a path the indexer listed (a folder only the indexer's machine mounts)
-NOT_HERE_ERRORS = {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM}
 
 
 @dataclass
@@ -59,8 +55,8 @@ class Unindexable:
 
 @dataclass
 class NotReadableHere:
-    """A worker could not open the file (not mounted there, or not allowed): the indexer reads it
-    and sends its bytes."""
+    """A worker could not read the file as the indexer listed it (not mounted there, not allowed,
+    another file at that path): the indexer reads it and sends its bytes."""
 
     entry: FileEntry
     previous: StoredFile | None
@@ -93,14 +89,19 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
                  on_worker: bool = False) -> Outcome | NotReadableHere:
     """`entry` read (or its `content`, read by the indexer) and made into rows; `previous` is
     what the index holds for it. `bulk`: tokenize with the fast tokenizer (a large run).
-    `on_worker`: a file this machine cannot open comes back as NotReadableHere."""
+    `on_worker`: a file this machine cannot read, or finds with another size or time than the
+    crawl saw, comes back as NotReadableHere."""
     if content is None:
         try:
             content = read_regular_file(entry.path, max_bytes)
         except OSError as exc:
-            if on_worker and exc.errno in NOT_HERE_ERRORS:
+            if on_worker:  # not there, not allowed, or failing on this machine: the indexer decides
                 return NotReadableHere(entry, previous)
             return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
+        if on_worker and (content[1].st_size, content[1].st_mtime_ns) != (entry.size, entry.mtime_ns):
+            # another file at that path on this machine (a folder of the same name), another clock
+            # on a network drive, or the file changed since the crawl: the indexer reads it itself
+            return NotReadableHere(entry, previous)
     # the stat of what was read: a file changed while being read looks changed next run
     data, before = content
     path = entry.path
