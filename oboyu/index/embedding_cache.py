@@ -200,7 +200,7 @@ class Lookup:
 def look_up(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) -> Lookup:
     """What the cache holds for these passages; a text repeated among them is embedded once."""
     model_texts = [embedder.passage_text(t) for t in texts]
-    keys = [EmbeddingCache.key(embedder.info.fingerprint, t) for t in model_texts]
+    keys = [EmbeddingCache.key(embedder.info.vectors_key, t) for t in model_texts]
     vectors = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
     known = cache.get_many(keys, embedder.info.dimensions) if cache is not None and keys else {}
     missing: dict[bytes, str] = {}

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from oboyu.errors import OboyuError
-from oboyu.models.manifest import MANIFEST, MODEL_FILE, ModelInfo
+from oboyu.models.manifest import MANIFEST, MODEL_FILE, ModelInfo, split_engine
 from oboyu.paths import models_dir
 
 
@@ -64,7 +64,8 @@ def installed(root: Path | None = None) -> list[InstalledModel]:
 
 
 def _named(name: str, models: list[InstalledModel]) -> list[InstalledModel]:
-    """The model an index model id (`id@fingerprint`) or folder name names, else every install of an id."""
+    """The model an index model id (`id@fingerprint`, any engine) or folder name names, else every install of an id."""
+    name = split_engine(name)[0]
     exact = [m for m in models if name in (m.index_id, m.folder.name)]
     return exact or [m for m in models if m.id == name]
 

@@ -42,7 +42,7 @@ def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
     """Embeds the probe texts as passages (batches formed as indexing forms them) for about
     `seconds`, then times single queries: what this machine's engine does, in its own words."""
     started = time.perf_counter()
-    embedder.load()
+    embedder.load(passages=True)
     load_seconds = time.perf_counter() - started
     texts = [embedder.passage_text(line) for line in probe_sentences()]
     tokens = sum(len(e.ids) for e in embedder.tokenizer.encode_batch(texts))
@@ -57,7 +57,7 @@ def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
     deadline = time.perf_counter() + seconds / 2
     for query in queries * 10:
         started = time.perf_counter()
-        embedder.embed([query])
+        embedder.embed([query], session=embedder.onnxruntime_session)
         latencies.append(time.perf_counter() - started)
         if time.perf_counter() > deadline:
             break
@@ -65,6 +65,8 @@ def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
         "model": embedder.info.model_id,
         "model_folder": str(embedder.model_dir),
         "provider": embedder.provider,
+        "query_provider": embedder.query_provider,
+        "engine": f"{embedder.engine} ({embedder.engine_reason})",
         "load_seconds": round(load_seconds, 3),
         "passages_per_second": round(rounds * len(texts) / spent, 1),
         "tokens_per_second": round(rounds * tokens / spent),

@@ -1,4 +1,5 @@
-"""The embedding engine: an ONNX encoder and its tokenizer, run with onnxruntime.
+"""The embedding engine: an ONNX encoder and its tokenizer, run with onnxruntime, or with
+OpenVINO where the model has a form for it and the CPU is x86 (`openvino_engine`).
 
 Texts are tokenized once, sorted by length and cut into batches under a token budget so that
 padding stays small; vectors come back in the caller's order, L2-normalised.
@@ -19,42 +20,73 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oboyu.errors import OboyuError
-from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE, ModelInfo, read_manifest
-from oboyu.models.providers import CPU, GPU_PROVIDERS, Choice, Verdicts, choose_here, cpu_session_options, session_providers
+from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME, OPENVINO, TOKENIZER_FILE, ModelInfo, read_manifest
+from oboyu.models.providers import (
+    CPU,
+    GPU_PROVIDERS,
+    Choice,
+    Verdicts,
+    choose_here,
+    cpu_session_options,
+    physical_cores,
+    session_providers,
+)
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     from oboyu.models.light_tokenizer import LightTokenizer
+    from oboyu.models.openvino_engine import OpenVinoSession
     from oboyu.models.tokenization import MecabWordPiece
+
+    Session: TypeAlias = ort.InferenceSession | OpenVinoSession
 
 DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (benchmarks/README.md)
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
+BATCH_TOLERANCE = 1e-5  # how far a text's vector may move with its batch-mates (static INT8 scales: 1.3e-7)
 
 
 class Embedder:
-    """Embeds queries and passages with one model; `provider` is an onnxruntime provider name."""
+    """Embeds queries and passages with one model; `provider` is an onnxruntime provider name,
+    or `openvino`."""
 
     def __init__(self, model_dir: Path, provider: str | None = None, manifest: dict | None = None,
-                 notify: Callable[[str], None] | None = None, threads: int | None = None):
+                 notify: Callable[[str], None] | None = None, threads: int | None = None,
+                 engine: str | None = None):
         """Reads the manifest only; the tokenizer and the ONNX session load on first use, so a
         run with nothing to embed (an index update where no file changed) never pays for them.
         `provider` (a name or alias) overrides the platform's choice; `notify` hears why an
         accelerator was dropped (default: a line on stderr); `threads` caps the CPU session's
-        threads (default: one a physical core)."""
+        threads (default: one a physical core); `engine` (onnxruntime or openvino) overrides
+        the platform's choice, as for an index built with the other one."""
+        from oboyu.models.openvino_engine import choose_engine_here
+
         self.model_dir = Path(model_dir)
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
-        self.info = ModelInfo.from_manifest(self.manifest)
         self.requested_provider = provider
         self.threads = threads
-        self.provider = CPU  # the provider in use, once the session is made
+        self.provider = CPU  # what embeds passages, once its session is made
+        self.query_provider = CPU  # what embeds queries (always onnxruntime), once its session is made
         self.notify = notify or _to_stderr
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
         self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
+        self.engine, self.engine_reason = (engine, "the one asked for") if engine else choose_engine_here(self.manifest, provider)
+        self.info = ModelInfo.from_manifest(self.manifest, self.engine)
+        if engine is None and self.engine == OPENVINO:
+            # chosen, not inherited from an index: proven here first (once a machine), since the
+            # vectors' identity is fixed from now on
+            problem = self.openvino_problem()
+            if problem is not None and self.engine_reason.startswith("asked for"):
+                raise OboyuError(f"OpenVINO cannot embed here: {problem}")
+            if problem is not None:
+                self.engine, self.engine_reason = ONNXRUNTIME, f"OpenVINO not used: {problem}"
+        self.info = ModelInfo.from_manifest(self.manifest, self.engine)
 
     @cached_property
     def tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
@@ -96,15 +128,29 @@ class Embedder:
         return self._bulk if self._bulk is not None else self.tokenizer
 
     @cached_property
-    def session(self) -> ort.InferenceSession:
-        """A session on the platform's provider once it has proven itself, else on the CPU."""
+    def session(self) -> Session:
+        """What embeds passages: OpenVINO where it is the engine, else `onnxruntime_session`."""
+        if self.engine == OPENVINO:
+            return self._openvino_session()
+        return self.onnxruntime_session
+
+    @cached_property
+    def onnxruntime_session(self) -> ort.InferenceSession:
+        """onnxruntime on the platform's provider once it has proven itself, else on the CPU. It
+        embeds every query, whichever engine made the passages: it starts in 0.07 s and embeds a
+        query in about 3 ms, where OpenVINO takes 0.35 s and 5 ms, and queries are never stored,
+        so the index's vectors stay one engine's (benchmarks/README.md measures what this costs
+        in retrieval: nothing)."""
+        session, provider = self._make_session(CPU), CPU
         choice = choose_here(self.requested_provider)
         if choice.provider != CPU:
-            session = self._accelerated_session(choice)
-            if session is not None:
-                self.provider = choice.provider
-                return session
-        return self._make_session(CPU)
+            accelerated = self._accelerated_session(choice)
+            if accelerated is not None:
+                session, provider = accelerated, choice.provider
+        self.query_provider = provider
+        if self.engine != OPENVINO:
+            self.provider = provider
+        return session
 
     def _make_session(self, provider: str) -> ort.InferenceSession:
         import onnxruntime as ort
@@ -115,6 +161,58 @@ class Embedder:
         if provider in GPU_PROVIDERS and fp16 is not None:
             model_file = self.model_dir / fp16["file"]
         return ort.InferenceSession(str(model_file), options, providers=session_providers(provider))
+
+    def _openvino_session(self) -> OpenVinoSession:
+        """OpenVINO's compiled model, once it has proven itself here (`openvino_problem`)."""
+        from oboyu.models.openvino_engine import OpenVinoSession
+        from oboyu.paths import cache_dir
+
+        form = self.manifest["engines"][OPENVINO]
+        session = OpenVinoSession(self.model_dir / form["file"], self.threads or physical_cores(),
+                                  cache_dir() / "openvino")
+        self.provider = f"OpenVINO CPU ({session.precision})"
+        problem = self.openvino_problem(session)
+        if problem is not None:
+            raise OboyuError(f"OpenVINO cannot embed here: {problem}; `oboyu --provider cpu index` re-embeds "
+                             "the index with onnxruntime")
+        return session
+
+    def openvino_problem(self, session: OpenVinoSession | None = None) -> str | None:
+        """Why OpenVINO may not embed this model on this machine, or None: its probe vectors must
+        match onnxruntime's (min cosine 0.99) and stay the same alone and among batch-mates (max
+        abs 1e-5). The verdict is kept per model and OpenVINO version, so the probe (about 3 s)
+        runs once a machine."""
+        from oboyu.models.openvino_engine import OpenVinoSession, verdict_key
+        from oboyu.models.probe import probe_sentences
+        from oboyu.paths import cache_dir
+
+        verdicts = Verdicts(cache_dir() / "provider-checks.json")
+        key = verdict_key(ModelInfo.from_manifest(self.manifest, OPENVINO).model_id)
+        known = verdicts.get(key)
+        if known is not None:
+            return None if known["ok"] else known["reason"]
+        try:
+            if session is None:
+                form = self.manifest["engines"][OPENVINO]
+                session = OpenVinoSession(self.model_dir / form["file"], self.threads or physical_cores(),
+                                          cache_dir() / "openvino")
+            texts = [self.passage_text(line) for line in probe_sentences()]
+            together = self.embed(texts, session=session)
+            agreement = float(np.min(np.sum(together * self.embed(texts, session=self.onnxruntime_session), axis=1)))
+            alone = np.vstack([self.embed([text], session=session) for text in texts])
+            moved = float(np.abs(alone - together).max())
+        except OboyuError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = (f"its vectors differ from onnxruntime's (min cosine {agreement:.4f})" if agreement < PROVIDER_MIN_COSINE
+                       else f"a text's vector moves with its batch-mates (by {moved:.1e})" if moved > BATCH_TOLERANCE
+                       else None)
+        verdicts.put(key, {"ok": problem is None, "reason": problem} if problem else
+                     {"ok": True, "min_cosine": round(agreement, 6), "batch_max_abs": moved})
+        if session is not None and problem is None:
+            self.__dict__.setdefault("session", session)  # proven: the passages' session, compiled once
+            self.provider = f"OpenVINO CPU ({session.precision})"
+        return problem
 
     def _accelerated_session(self, choice: Choice) -> ort.InferenceSession | None:
         """The accelerator's session if it embeds the probe texts like the CPU does; the verdict
@@ -132,7 +230,7 @@ class Embedder:
         try:
             session = _started(lambda: self._make_session(choice.provider), choice.provider)
             if known is None:
-                agreement = self.probe_agreement(session, self._make_session(CPU))
+                agreement = self.probe_agreement(session, self.onnxruntime_session)
                 if agreement < PROVIDER_MIN_COSINE:
                     raise OboyuError(f"its vectors differ from the CPU's (min cosine {agreement:.4f} on the probe texts)")
                 verdicts.put(key, {"ok": True, "min_cosine": round(agreement, 6)})
@@ -143,7 +241,7 @@ class Embedder:
             return None
         return session
 
-    def probe_agreement(self, session: ort.InferenceSession, reference: ort.InferenceSession) -> float:
+    def probe_agreement(self, session: Session, reference: Session) -> float:
         """The lowest cosine between two sessions' vectors for the probe texts."""
         from oboyu.models.probe import probe_sentences
 
@@ -151,9 +249,12 @@ class Embedder:
         ours, theirs = self.embed(texts, session=session), self.embed(texts, session=reference)
         return float(np.min(np.sum(ours * theirs, axis=1)))
 
-    def load(self) -> Embedder:
-        """Load the tokenizer and the session now (a long-lived process, before its first query)."""
-        _ = self.tokenizer, self.session
+    def load(self, passages: bool = False) -> Embedder:
+        """Load the tokenizer and the query session now (a long-lived process, before its first
+        query); with `passages`, the passages' session too (a watcher, a cluster's worker)."""
+        _ = self.tokenizer, self.onnxruntime_session
+        if passages:
+            _ = self.session
         return self
 
     @cached_property
@@ -198,7 +299,7 @@ class Embedder:
                 self._recent_queries.move_to_end(t)
         missing = list(dict.fromkeys(t for t in model_texts if t not in known))
         if missing:
-            fresh = dict(zip(missing, self.embed(missing)))
+            fresh = dict(zip(missing, self.embed(missing, session=self.onnxruntime_session)))
             known.update(fresh)
             with self._query_lock:
                 self._recent_queries.update(fresh)
@@ -216,7 +317,7 @@ class Embedder:
         return self.info.passage_prefix + prepare(text)
 
     def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
-              session: ort.InferenceSession | None = None) -> np.ndarray:
+              session: Session | None = None) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""
         if not texts:
             return np.zeros((0, self.info.dimensions), dtype=np.float32)
@@ -224,16 +325,17 @@ class Embedder:
         return self.embed_ids(token_ids, token_budget, session)
 
     def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
-                  session: ort.InferenceSession | None = None) -> np.ndarray:
+                  session: Session | None = None) -> np.ndarray:
         """Embed tokenized texts, in batches of similar length within a token budget."""
         out = np.zeros((len(token_ids), self.info.dimensions), dtype=np.float32)
         if not token_ids:
             return out
         if session is None:
             session = self.session
+        multiple = getattr(session, "pad_multiple", 1)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
-            ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id)
+            ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id, multiple)
             (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[batch] = vectors
         return out
@@ -270,9 +372,11 @@ def pad_token_id(tokenizer, manifest: dict) -> int:
     return 0
 
 
-def pad_batch(batch: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Token id lists as the model's inputs: ids padded to the longest, and the attention mask."""
-    ids = np.full((len(batch), max(map(len, batch))), pad_id, dtype=np.int64)
+def pad_batch(batch: Sequence[Sequence[int]], pad_id: int, multiple: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Token id lists as the model's inputs: ids padded to the longest (rounded up to `multiple`),
+    and the attention mask."""
+    longest = max(map(len, batch))
+    ids = np.full((len(batch), -(-longest // multiple) * multiple), pad_id, dtype=np.int64)
     mask = np.zeros_like(ids)
     for row, tokens in enumerate(batch):
         ids[row, : len(tokens)] = tokens

@@ -3,18 +3,22 @@ or the default model (built on first use)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from oboyu.errors import OboyuError
 from oboyu.models.catalogue import find_installed
 from oboyu.models.default.build import DEFAULT_MODEL, ensure_default_model
 from oboyu.models.embedding import Embedder
+from oboyu.models.manifest import OPENVINO, split_engine
+from oboyu.models.openvino_engine import openvino_installed
+from oboyu.models.providers import ENV_OVERRIDE
 from oboyu.models.rerank import Reranker
 from oboyu.progress import ProgressLine
 
 
 def load_default_embedder(progress: ProgressLine | None = None, on_build_step: Callable[[str], None] | None = None,
-                          notify: Callable[[str], None] | None = None) -> Embedder:
+                          notify: Callable[[str], None] | None = None, engine: str | None = None) -> Embedder:
     """The default model's embedder; the first call builds the model (43 s measured on 2 cores),
     telling `on_build_step` of each step, or else the progress line."""
     progress = progress or ProgressLine(enabled=False)
@@ -27,7 +31,7 @@ def load_default_embedder(progress: ProgressLine | None = None, on_build_step: C
             announced = True
         progress.message(f"  {step}")
 
-    return Embedder(ensure_default_model(on_build_step or report), notify=notify)
+    return Embedder(ensure_default_model(on_build_step or report), notify=notify, engine=engine)
 
 
 def load_embedder(indexed_with: str | None, requested: str | None = None, progress: ProgressLine | None = None,
@@ -36,8 +40,19 @@ def load_embedder(indexed_with: str | None, requested: str | None = None, progre
     """The model to embed with: `requested` (an installed model's id or folder name; the default
     model's id means the bundled build) if given, else the one the index was built with
     (`indexed_with`, its `id@fingerprint`), else the default model. It runs on the platform's
-    provider (`oboyu.providers`); `notify` hears why an accelerator was dropped."""
+    provider (`oboyu.providers`), and on the engine the index's vectors came from unless a
+    provider is asked for (`--provider`, which re-embeds an index made by the other engine);
+    `notify` hears why an accelerator was dropped."""
     model = None
+    engine = None
+    if indexed_with is not None:
+        indexed_with, indexed_engine = split_engine(indexed_with)
+        if requested is None and not os.environ.get(ENV_OVERRIDE):
+            engine = indexed_engine
+        if engine == OPENVINO and not openvino_installed():
+            raise OboyuError("the index's vectors were made with OpenVINO, which is not installed here; "
+                             "`pip install openvino` installs it, or `oboyu --provider cpu index` re-embeds "
+                             "the index with onnxruntime")
     if requested is not None and requested != DEFAULT_MODEL:
         model = find_installed(requested)
         if model is None:
@@ -53,9 +68,9 @@ def load_embedder(indexed_with: str | None, requested: str | None = None, progre
     if model is not None and model.kind == "reranker":
         raise OboyuError(f"{model.id} is a reranker, not an embedding model; queries use it by themselves")
     if model is not None:
-        return Embedder(model.folder, manifest=model.manifest, notify=notify)
+        return Embedder(model.folder, manifest=model.manifest, notify=notify, engine=engine)
     # the default model; an index built by an older build of it is re-embedded by `oboyu index`
-    return load_default_embedder(progress, on_build_step, notify)
+    return load_default_embedder(progress, on_build_step, notify, engine)
 
 
 def load_reranker(wanted: bool | None = None) -> Reranker | None:

@@ -12,6 +12,7 @@ from oboyu.errors import OboyuError
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+ONNXRUNTIME, OPENVINO = "onnxruntime", "openvino"  # the engines a model can run on
 
 
 @dataclass(frozen=True)
@@ -22,13 +23,25 @@ class ModelInfo:
     max_tokens: int
     query_prefix: str
     passage_prefix: str
+    engine: str = ONNXRUNTIME
 
     @property
     def model_id(self) -> str:
-        return f"{self.name}@{self.fingerprint[:12]}"
+        """`id@fingerprint`, as an index records the model its vectors came from; `+openvino`
+        after it when OpenVINO made them (the same weights and scales, but not the same
+        arithmetic: their vectors never mix with onnxruntime's)."""
+        suffix = "" if self.engine == ONNXRUNTIME else f"+{self.engine}"
+        return f"{self.name}@{self.fingerprint[:12]}{suffix}"
+
+    @property
+    def vectors_key(self) -> str:
+        """What the embedding cache keys this model's vectors by."""
+        return self.fingerprint if self.engine == ONNXRUNTIME else f"{self.fingerprint}+{self.engine}"
 
     @classmethod
-    def from_manifest(cls, manifest: dict) -> ModelInfo:
+    def from_manifest(cls, manifest: dict, engine: str = ONNXRUNTIME) -> ModelInfo:
+        if engine != ONNXRUNTIME and engine not in manifest.get("engines", {}):
+            raise OboyuError(f"model {manifest['id']} has no {engine} form; `oboyu models list` shows what it has")
         return cls(
             name=manifest["id"],
             # converted models hash all their files (external weights too); the default model, its ONNX file
@@ -37,7 +50,14 @@ class ModelInfo:
             max_tokens=int(manifest["max_tokens"]),
             query_prefix=manifest["prefixes"]["query"],
             passage_prefix=manifest["prefixes"]["passage"],
+            engine=engine,
         )
+
+
+def split_engine(model_id: str) -> tuple[str, str]:
+    """`id@fingerprint+openvino` → (`id@fingerprint`, `openvino`); no suffix is onnxruntime."""
+    base, plus, engine = model_id.rpartition("+")
+    return (base, engine) if plus and engine == OPENVINO else (model_id, ONNXRUNTIME)
 
 
 def read_manifest(model_dir: Path) -> dict:

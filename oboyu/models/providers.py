@@ -45,7 +45,10 @@ def provider_name(name: str) -> str:
 
 def choose(available: Sequence[str], system: str, machine: str, override: str | None = None) -> Choice:
     """The provider for a platform (`platform.system()`, `platform.machine()`) given what
-    onnxruntime offers; an override must name an available provider."""
+    onnxruntime offers; an override must name an available provider (`openvino` names another
+    engine, `openvino_engine`: onnxruntime, used only without it, keeps the platform's choice)."""
+    if override and override.strip().lower() == "openvino":
+        override = None
     if override:
         wanted = provider_name(override)
         if wanted not in available:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
+from oboyu.models.manifest import split_engine
+
 PRIOR_PASSAGES = 50  # how many typical cosines a query's spread is topped up with (3 notes: mostly prior)
 # the margin is taken over the n-th best other file, not the next one: a copy of the answer, or a
 # companion note, must not make a clear answer look ordinary
@@ -64,10 +66,17 @@ def _table() -> dict:
     return json.loads(resources.files("oboyu.search").joinpath("calibration.json").read_text(encoding="utf-8"))
 
 
+def _calibrated_as(model_id: str | None) -> str:
+    """The table's key for a model: OpenVINO's vectors of a model use its onnxruntime table (the
+    same weights and scales; cosines within 0.003 of onnxruntime's, and the dev sets' figures
+    unchanged, benchmarks/README.md)."""
+    return split_engine(model_id)[0] if model_id else ""
+
+
 def reference_for(model_id: str | None) -> tuple[float, float] | None:
     """The mean and standard deviation of a query's cosines to a collection's passages, typical of
     the model."""
-    found = _table().get("reference", {}).get(model_id or "")
+    found = _table().get("reference", {}).get(_calibrated_as(model_id))
     return (found["mean"], found["std"]) if found else None
 
 
@@ -76,7 +85,7 @@ def model_for(model_id: str | None, mode: str) -> Model:
     keyword model, fitted on the default model's sets, which calls nothing weak outside keyword
     mode)."""
     table = _table()
-    entry = table.get("models", {}).get(model_id or "", {}).get(mode)
+    entry = table.get("models", {}).get(_calibrated_as(model_id), {}).get(mode)
     if entry is None:
         entry = dict(table["words_only"], threshold=table["words_only"]["threshold"] if mode == "keyword" else 0.0)
     return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])

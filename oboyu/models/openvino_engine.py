@@ -1,0 +1,155 @@
+"""OpenVINO as the engine on x86 CPUs: the default model's INT8 graph, spelled in standard QDQ
+operators with the same weights and calibrated scales, run by OpenVINO's CPU plugin.
+
+Measured on the project's machine (AMD EPYC, AVX-512 VNNI and BF16, 2 cores): 1.5x the tokens/s
+of onnxruntime on the same chunks, single queries about 2 ms instead of 3 (benchmarks/README.md).
+Its vectors are not onnxruntime's to the last bit (min cosine about 0.997), so a model run on it
+has an identity of its own (`ModelInfo.engine`): an index keeps the engine it was built with, and
+the embedding cache never mixes the two. Within one engine a text's vector does not depend on its
+batch-mates (tests/test_openvino.py).
+
+Only OpenVINO's runtime is loaded (`import_openvino`): a plain `import openvino` also imports its
+model converter, whose import sends a usage event to Google Analytics and writes a client id under
+~/intel unless the user has opted out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+import threading
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from oboyu.errors import OboyuError
+from oboyu.models.manifest import ONNXRUNTIME, OPENVINO
+
+X86 = ("x86_64", "amd64", "i686", "x86")
+# onnxruntime builds that bring an accelerator: with one of them installed, onnxruntime leads
+ACCELERATED_ONNXRUNTIME = ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
+
+
+def import_openvino() -> ModuleType:
+    """OpenVINO's runtime, without its model converter (`openvino.tools.ovc`): importing that
+    sends telemetry (openvino-telemetry, on unless opted out), and oboyu never converts with it.
+    A None in sys.modules makes its import an ImportError, which openvino's __init__ expects and
+    passes over; in a process that imported openvino already, nothing is left to prevent."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino.tools.ovc", None)  # type: ignore[arg-type]
+    import openvino
+
+    return openvino
+
+
+def openvino_installed() -> bool:
+    return importlib.util.find_spec("openvino") is not None
+
+
+def accelerated_onnxruntime() -> str | None:
+    for name in ACCELERATED_ONNXRUNTIME:
+        try:
+            metadata.version(name)
+            return name
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def choose_engine(manifest: dict, requested: str | None, machine: str, system: str, installed: bool,
+                  accelerated: str | None, refused: bool = False) -> tuple[str, str]:
+    """The engine a model runs on here, and why: OpenVINO when asked for (`--provider openvino`),
+    or by default on an x86 CPU where it is installed and the model has an OpenVINO form;
+    onnxruntime when another provider is asked for, on Apple silicon and ARM, where an
+    accelerated onnxruntime build is installed, and where OpenVINO failed its probe (`refused`)."""
+    has_form = OPENVINO in manifest.get("engines", {})
+    if requested and requested.strip().lower() == OPENVINO:
+        if not has_form:
+            raise OboyuError(f"model {manifest['id']} has no OpenVINO form; only the default model has one")
+        if not installed:
+            raise OboyuError("openvino is not installed; `pip install openvino` installs it")
+        return OPENVINO, "asked for (OBOYU_PROVIDER or --provider)"
+    if requested:
+        return ONNXRUNTIME, "another provider asked for"
+    if not has_form:
+        return ONNXRUNTIME, "the model has no OpenVINO form"
+    if machine.lower() not in X86 or system == "Darwin":
+        return ONNXRUNTIME, "not an x86 CPU (OpenVINO leads only there)"
+    if accelerated:
+        return ONNXRUNTIME, f"{accelerated} is installed"
+    if not installed:
+        return ONNXRUNTIME, "openvino is not installed (`pip install openvino`: 1.5x the speed on x86)"
+    if refused:
+        return ONNXRUNTIME, "OpenVINO's probe vectors differed from onnxruntime's here"
+    return OPENVINO, "an x86 CPU with OpenVINO installed"
+
+
+def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[str, str]:
+    from oboyu.models.providers import ENV_OVERRIDE
+
+    wanted = requested if requested is not None else os.environ.get(ENV_OVERRIDE)
+    installed = openvino_installed()
+    return choose_engine(manifest, wanted, platform.machine(), platform.system(), installed,
+                         accelerated_onnxruntime(), installed and _refused_here(manifest))
+
+
+def verdict_key(model_id: str) -> str:
+    """The key of OpenVINO's probe verdict for a model, per OpenVINO version."""
+    return f"{model_id} openvino-{metadata.version('openvino')}"
+
+
+def _refused_here(manifest: dict) -> bool:
+    from oboyu.models.manifest import ModelInfo
+    from oboyu.models.providers import Verdicts
+    from oboyu.paths import cache_dir
+
+    if OPENVINO not in manifest.get("engines", {}):
+        return False
+    verdict = Verdicts(cache_dir() / "provider-checks.json").get(verdict_key(ModelInfo.from_manifest(manifest, OPENVINO).model_id))
+    return verdict is not None and not verdict["ok"]
+
+
+class OpenVinoSession:
+    """An OpenVINO compiled model behind onnxruntime's `run(outputs, feeds)`. An infer request is
+    not thread-safe, so each thread gets its own (a watcher indexes while the app embeds).
+
+    Batches are padded to a multiple of `pad_multiple` tokens. The CPU plugin's bf16 kernels
+    give a text another vector (max abs 0.012) when its padded length is not a multiple of 16,
+    and the same vector, to the bit, at every multiple of 16 (measured on AVX-512 BF16). Padded
+    so, a text's vector does not depend on its batch-mates; 32 leaves room for AMX's 32-wide
+    bf16 tiles, and the probe checks it on each machine (`Embedder._openvino_session`)."""
+
+    pad_multiple = 32
+
+    def __init__(self, model_file: Path, threads: int, cache: Path | None):
+        try:
+            openvino = import_openvino()
+        except ImportError as exc:
+            raise OboyuError("openvino is not installed; `pip install openvino` installs it, "
+                             "or `--provider cpu` uses onnxruntime") from exc
+        config = {"INFERENCE_NUM_THREADS": str(threads), "PERFORMANCE_HINT": "LATENCY"}
+        if cache is not None:
+            # the compiled form kept on disk: a new process starts in 0.12 s instead of 0.8 s
+            try:
+                cache.mkdir(parents=True, exist_ok=True)
+                config["CACHE_DIR"] = str(cache)
+            except OSError:
+                pass
+        try:
+            self.compiled = openvino.Core().compile_model(str(model_file), "CPU", config)
+        except RuntimeError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise OboyuError(f"OpenVINO cannot load {model_file.name}: {first}; `--provider cpu` uses onnxruntime") from exc
+        self.precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT")).removeprefix("<Type: '").rstrip("'>")
+        self._local = threading.local()
+
+    def run(self, _outputs, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self.compiled.create_infer_request()
+        result = request.infer(feeds)  # outputs copied out of the request (share_outputs is off)
+        return [np.asarray(result[0], dtype=np.float32)]
