@@ -18,7 +18,7 @@ from oboyu.tui.widgets import ResultList
 
 # far from every example note (a near topic is another matter: asked how to season nikujaga, the
 # one cooking note stands out, and the model calls the curry recipe a match)
-ABSENT = "量子コンピュータの仕組み"
+ABSENT = "恒星の核融合反応"  # far from every example note: at most 0.015 against a line of 0.039, either engine
 
 
 def test_spellings_of_one_word_meet() -> None:

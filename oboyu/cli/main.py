@@ -26,7 +26,7 @@ from oboyu.text import visible
 @click.version_option(__version__, prog_name="oboyu")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.option("--provider", metavar="NAME", help="Embed with this onnxruntime provider (cpu, cuda, tensorrt, "
-              "coreml, directml) rather than the platform's choice; also $OBOYU_PROVIDER.")
+              "coreml, directml) or with openvino, rather than the platform's choice; also $OBOYU_PROVIDER.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
     """oboyu (覚ゆ): semantic search over your own documents, offline.

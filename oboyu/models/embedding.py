@@ -141,12 +141,9 @@ class Embedder:
         query in about 3 ms, where OpenVINO takes 0.35 s and 5 ms, and queries are never stored,
         so the index's vectors stay one engine's (benchmarks/README.md measures what this costs
         in retrieval: nothing)."""
-        session, provider = self._make_session(CPU), CPU
         choice = choose_here(self.requested_provider)
-        if choice.provider != CPU:
-            accelerated = self._accelerated_session(choice)
-            if accelerated is not None:
-                session, provider = accelerated, choice.provider
+        accelerated = self._accelerated_session(choice) if choice.provider != CPU else None
+        session, provider = (accelerated, choice.provider) if accelerated is not None else (self._make_session(CPU), CPU)
         self.query_provider = provider
         if self.engine != OPENVINO:
             self.provider = provider
@@ -230,7 +227,7 @@ class Embedder:
         try:
             session = _started(lambda: self._make_session(choice.provider), choice.provider)
             if known is None:
-                agreement = self.probe_agreement(session, self.onnxruntime_session)
+                agreement = self.probe_agreement(session, self._make_session(CPU))
                 if agreement < PROVIDER_MIN_COSINE:
                     raise OboyuError(f"its vectors differ from the CPU's (min cosine {agreement:.4f} on the probe texts)")
                 verdicts.put(key, {"ok": True, "min_cosine": round(agreement, 6)})

@@ -450,7 +450,8 @@ class OboyuApp(App):
         embedder = self.live.embedder
         if embedder is not None:
             model = embedder.info.model_id.split("/")[-1].split("@")[0]
-            model += f" ({embedder.provider.removesuffix('ExecutionProvider')})"
+            # what answers as you type: queries are onnxruntime's whichever engine made the passages
+            model += f" ({embedder.query_provider.removesuffix('ExecutionProvider')})"
         else:
             model = "loading model…" if not self.model_ready.is_set() else "no model"
         parts = [f"{self.summary.documents:,} docs", f"{self.summary.chunks:,} chunks", self.mode]
