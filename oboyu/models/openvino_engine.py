@@ -84,7 +84,7 @@ def choose_engine(manifest: dict, requested: str | None, machine: str, system: s
     if not installed:
         return ONNXRUNTIME, "openvino is not installed (`pip install openvino`: 1.5x the speed on x86)"
     if refused:
-        return ONNXRUNTIME, "OpenVINO's probe vectors differed from onnxruntime's here"
+        return ONNXRUNTIME, "OpenVINO failed its probe here (provider-checks.json in the cache dir says why)"
     return OPENVINO, "an x86 CPU with OpenVINO installed"
 
 
