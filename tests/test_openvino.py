@@ -73,6 +73,8 @@ def test_openvino_agrees_with_onnxruntime_and_ignores_batch_mates(model_dir) -> 
     # bf16 kernels, by 0.012 when the padded length is not a multiple of 16)
     alone = np.vstack([openvino.embed([t]) for t in texts[:6]])
     assert float(np.abs(alone - ours[:6]).max()) <= 1e-5
+    # many small batches, run side by side on the streams, each text's vector back in its place
+    np.testing.assert_allclose(openvino.embed(texts, token_budget=64), ours, atol=1e-5)
     assert "openvino_telemetry" not in sys.modules  # the runtime only: the converter's import sends telemetry
     # queries are onnxruntime's whichever engine made the passages (a faster start, never stored)
     questions = ["先週の会議で決まったこと", "how to mount a disk"]

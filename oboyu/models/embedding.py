@@ -12,7 +12,7 @@ import sys
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -323,9 +323,16 @@ class Embedder:
             session = self.session
         multiple = getattr(session, "pad_multiple", 1)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
-        for batch in _batches_by_budget(order, [len(t) for t in token_ids], token_budget):
-            ids, mask = pad_batch([token_ids[i] for i in batch], self.pad_id, multiple)
-            (vectors,) = session.run(None, {"input_ids": ids, "attention_mask": mask})
+        batches = _batches_by_budget(order, [len(t) for t in token_ids], token_budget)
+        feeds = (dict(zip(("input_ids", "attention_mask"), pad_batch([token_ids[i] for i in batch], self.pad_id, multiple)))
+                 for batch in batches)
+        from oboyu.models.openvino_engine import OpenVinoSession  # the module, not OpenVINO itself
+
+        if isinstance(session, OpenVinoSession):  # several batches at once, one a stream
+            outputs: Iterable[np.ndarray] = session.run_all(feeds)
+        else:
+            outputs = (session.run(None, feed)[0] for feed in feeds)
+        for batch, vectors in zip(batches, outputs):
             out[batch] = vectors
         return out
 
