@@ -99,16 +99,17 @@ class Indexer:
         after the batch in hand. `cache` supplies and keeps vectors; `full` re-reads and
         re-chunks every file; `workers` prepare and embed in other processes (a cluster)."""
         self._store = index if isinstance(index, Store) else None
-        self._open: Callable[[], contextlib.AbstractContextManager[Store]]
+        self._open_store: Callable[[], contextlib.AbstractContextManager[Store]]
         if isinstance(index, Store):
             self.index_path = index.path
-            self._open = lambda: contextlib.nullcontext(index)
+            self._open_store = lambda: contextlib.nullcontext(index)
         elif isinstance(index, (str, os.PathLike)):
             self.index_path = Path(index)
-            self._open = lambda: contextlib.closing(Store.open_writer(self.index_path))
+            self._open_store = lambda: contextlib.closing(Store.open_writer(self.index_path))
         else:
             self.index_path = index.db_path
-            self._open = index.writing
+            self._open_store = index.writing
+        self._store_lock = threading.Lock()  # the meaning pass reads its next group while it writes the last
         self.embedder = embedder
         self.progress = progress if isinstance(progress, ProgressLine) else ProgressLine(enabled=False)
         self.on_progress = None if isinstance(progress, ProgressLine) else progress
@@ -190,6 +191,12 @@ class Indexer:
         return plan
 
     # --- the run --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _open(self) -> Iterator[Store]:
+        """The index, writable, for one step; one thread at a time."""
+        with self._store_lock, self._open_store() as store:
+            yield store
 
     def _reading(self) -> contextlib.AbstractContextManager[Store]:
         return contextlib.nullcontext(self._store) if self._store is not None else open_for_reading(self.index_path)
@@ -369,6 +376,7 @@ class Indexer:
                 stats.reused += len(ids) - len(lookup.missing)
                 done += len(ids)
                 report()
+            stats.stopped |= done < len(waiting) and self.stop.is_set()
         finally:
             self.progress.clear()
 
@@ -376,9 +384,13 @@ class Indexer:
         if self.workers is not None:
             yield from self.workers.embedded(groups)
             return
-        empty = np.zeros((0, self.embedder.info.dimensions), np.float32)
-        for tag, texts in groups:
-            yield tag, (self.embedder.embed(texts) if texts else empty)
+        # the next group is read, looked up and tokenized in another thread while the engine (which
+        # lets go of the GIL) embeds this one: 1.3 s of a 36 s cold index of 150 files, hidden
+        tokenized = ((tag, self.embedder.token_ids(texts)) for tag, texts in groups)
+        for tag, token_ids in _ahead(tokenized):
+            if self.stop.is_set():  # the group read ahead waits for the next run
+                return
+            yield tag, self.embedder.embed_ids(token_ids)
 
     def _report(self, step: IndexProgress) -> None:
         self.progress.update(step.line())
@@ -468,6 +480,47 @@ class Indexer:
                 stats.changed += 1
             else:  # rebuilt by --full, its content as it was
                 stats.unchanged += 1
+
+
+Item = TypeVar("Item")
+
+
+def _ahead(items: Iterator[Item]) -> Iterator[Item]:
+    """`items`, each made in a thread while the caller works on the one before; the maker's
+    error is raised where its item would have come. Leaving early lets the maker finish the item
+    in hand and stop."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    done = object()
+    leaving = threading.Event()
+
+    def make() -> None:
+        try:
+            for item in items:
+                ready.put((item, None))
+                if leaving.is_set():
+                    return
+        except BaseException as exc:  # surfaced in the caller's thread
+            ready.put((done, exc))
+            return
+        ready.put((done, None))
+
+    maker = threading.Thread(target=make, name="oboyu-next-group", daemon=True)
+    maker.start()
+    try:
+        while True:
+            item, error = ready.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        leaving.set()
+        while maker.is_alive():  # let a maker blocked on a full queue finish
+            try:
+                ready.get_nowait()
+            except queue.Empty:
+                maker.join(0.05)
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:

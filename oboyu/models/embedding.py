@@ -308,10 +308,11 @@ class Embedder:
     def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
               session: Session | None = None) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""
-        if not texts:
-            return np.zeros((0, self.info.dimensions), dtype=np.float32)
-        token_ids = [self.truncate(e.ids) for e in self._encoder.encode_batch(list(texts))]
-        return self.embed_ids(token_ids, token_budget, session)
+        return self.embed_ids(self.token_ids(texts), token_budget, session)
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Texts given exactly as the model sees them, as the model's token ids (truncated)."""
+        return [self.truncate(e.ids) for e in self._encoder.encode_batch(list(texts))] if texts else []
 
     def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
                   session: Session | None = None) -> np.ndarray:
