@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import run_oboyu as oboyu
 from pdfs import encrypt, make_pdf  # tests/pdfs.py (pytest puts tests/ on the path)
+from test_crash_and_concurrency import assert_same_index, snapshot
 
+from oboyu.documents.extract import extract_file
 from oboyu.errors import IndexBusyError, OboyuError
+from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
@@ -258,3 +261,33 @@ def test_a_file_that_cannot_be_indexed_is_remembered_until_it_changes(tmp_path: 
     assert read == ["noise.txt"] and fixed.added == 1 and fixed.skipped == []
     with Store(db, read_only=True) as store:
         assert store.skipped_under(str(notes)) == {}
+
+
+def test_a_warm_reindex_takes_its_cuts_from_the_cache_and_rebuilds_the_same_index(
+        tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where texts were cut into chunks is kept with the vectors: indexing the same files into a
+    new index makes the same rows without counting a token (nor loading the fast tokenizer); an
+    edited file, or another chunk size, is cut anew."""
+    notes = tmp_path / "notes"
+    long_text = "\n\n".join(f"## 節{i}\n\n" + "議事録は翌日までに共有する。領収書をまとめておく。" * 30 for i in range(6))
+    write(notes / "long.md", f"# 長いメモ\n\n{long_text}\n")
+    write(notes / "short.md", "# 会議\n\n議事録は翌日までに共有する。\n")
+    cache = EmbeddingCache(tmp_path / "cache.sqlite3")
+    first = Indexer(tmp_path / "first.duckdb", embedder, cache=cache).index([notes])
+    assert first.added == 2 and first.chunks > 2  # the long note is cut into several chunks
+
+    counted: list[int] = []
+    count_tokens = embedder.count_tokens
+    monkeypatch.setattr(embedder, "count_tokens", lambda texts: counted.append(len(texts)) or count_tokens(texts))
+    indexer = Indexer(tmp_path / "second.duckdb", embedder, cache=cache)
+    second = indexer.index([notes])
+    assert (second.chunks, second.reused, counted) == (0, first.chunks, [])
+    assert_same_index(snapshot(tmp_path / "first.duckdb"), snapshot(tmp_path / "second.duckdb"))
+
+    write(notes / "short.md", "# 会議\n\n議事録は三日以内に共有する。\n")
+    Indexer(tmp_path / "second.duckdb", embedder, cache=cache).update()
+    assert counted  # the edited note was cut anew
+    smaller = ChunkCache(cache, embedder.info.model_id, type(indexer.chunker)(count_tokens, embedder.split_by_tokens, max_tokens=128))
+    extracted, _ = extract_file((notes / "long.md").read_bytes(), "markdown", "long.md")
+    assert indexer.chunkings is not None and indexer.chunkings.get(extracted) is not None
+    assert smaller.get(extracted) is None  # another chunker's cuts are not this one's

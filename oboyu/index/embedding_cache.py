@@ -60,6 +60,8 @@ class EmbeddingCache:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
             con.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, model TEXT, vector BLOB) WITHOUT ROWID")
+            # where documents were cut into chunks (oboyu.index.chunk_cache)
+            con.execute("CREATE TABLE IF NOT EXISTS chunkings (key BLOB PRIMARY KEY, chunks TEXT) WITHOUT ROWID")
             con.execute("SELECT count(*) FROM vectors WHERE key = x''").fetchone()  # reads the table's root page
             con.commit()
         except BaseException:
@@ -137,6 +139,25 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as exc:
             self._recover(exc)
 
+    def get_chunks(self, key: bytes) -> str | None:
+        if self.con is None:
+            return None
+        try:
+            row = self.con.execute("SELECT chunks FROM chunkings WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._recover(exc)
+            return None
+        return None if row is None else str(row[0])
+
+    def put_chunks(self, key: bytes, chunks: str) -> None:
+        if self.con is None:
+            return
+        try:
+            with self.con:
+                self.con.execute("INSERT OR REPLACE INTO chunkings VALUES (?, ?)", (key, chunks))
+        except sqlite3.DatabaseError as exc:
+            self._recover(exc)
+
     def stats(self) -> CacheStats:
         vectors = models = 0
         if self.con is not None:
@@ -161,6 +182,7 @@ class EmbeddingCache:
         try:
             with self.con:
                 removed = self.con.execute("DELETE FROM vectors").rowcount
+                self.con.execute("DELETE FROM chunkings")
             self.con.execute("VACUUM")
         except sqlite3.DatabaseError as exc:
             self._recover(exc)

@@ -27,6 +27,7 @@ import numpy as np
 from oboyu.documents.chunking import Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches
 from oboyu.errors import OboyuError
+from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
@@ -120,6 +121,7 @@ class Indexer:
         self.full = full
         self.workers = workers
         self.chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+        self.chunkings = ChunkCache(cache, embedder.info.model_id, self.chunker) if cache is not None else None
         self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
         self._bulk_wanted = False  # this run is large enough for the fast tokenizer
         self._vectors_missing = 0  # chunks waiting for their vector: none, and the meaning pass has nothing to look for
@@ -443,7 +445,8 @@ class Indexer:
         return contextlib.nullcontext(self._prepare(entry, previous) for entry, previous in todo if not stop.is_set())
 
     def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> Outcome:
-        outcome = prepare_file(entry, previous, self.embedder, self.chunker, self.max_bytes, self.full, self._bulk_wanted)
+        outcome = prepare_file(entry, previous, self.embedder, self.chunker, self.max_bytes, self.full, self._bulk_wanted,
+                               chunkings=self.chunkings)
         assert not isinstance(outcome, NotReadableHere)  # only a worker's
         return outcome
 

@@ -17,6 +17,7 @@ from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import Unextractable, extract_file
 from oboyu.documents.keywords import term_counts
+from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.records import DocumentRecord, StoredFile, keyword_text
 from oboyu.models.embedding import Embedder
 
@@ -86,9 +87,10 @@ def read_file(entry: FileEntry, max_bytes: int) -> Content | Skipped:
 
 def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedder, chunker: Chunker,
                  max_bytes: int, full: bool = False, bulk: bool = False, content: Content | None = None,
-                 on_worker: bool = False) -> Outcome | NotReadableHere:
+                 on_worker: bool = False, chunkings: ChunkCache | None = None) -> Outcome | NotReadableHere:
     """`entry` read (or its `content`, read by the indexer) and made into rows; `previous` is
-    what the index holds for it. `bulk`: tokenize with the fast tokenizer (a large run).
+    what the index holds for it. `bulk`: tokenize with the fast tokenizer (a large run);
+    `chunkings`: where texts were cut before.
     `on_worker`: a file this machine cannot read, or finds with another size or time than the
     crawl saw, comes back as NotReadableHere."""
     if content is None:
@@ -111,11 +113,15 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
     sha = hashlib.sha256(data).hexdigest()
     if previous is not None and previous.sha256 == sha and not full:
         return Touched(entry)
-    if bulk:  # not for touched files: a checkout that changed no content loads nothing
-        embedder.use_bulk_tokenizer()
     try:
         extracted, encoding = extract_file(data, entry.file_type, path.name)
-        chunks = chunker.chunk(extracted)
+        chunks = chunkings.get(extracted) if chunkings is not None else None
+        if chunks is None:
+            if bulk:  # only to cut text anew: a checkout that changed no content loads nothing
+                embedder.use_bulk_tokenizer()
+            chunks = chunker.chunk(extracted)
+            if chunkings is not None:
+                chunkings.put(extracted, chunks)
     except Unextractable as exc:
         return Unindexable(entry, str(exc))
     except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
