@@ -33,6 +33,7 @@ import numpy as np
 
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
+from oboyu.models.manifest import split_engine
 from oboyu.progress import ProgressLine
 from oboyu.search import confidence
 from oboyu.search.confidence import FEATURES, Evidence, Model
@@ -226,8 +227,10 @@ def main() -> None:
               for name in args.sets]
     table = json.loads(TABLE.read_text(encoding="utf-8"))
     table["about"] = f"fitted by benchmarks/calibrate.py on {', '.join(args.sets)} and {args.small_folders} small folders"
-    table.setdefault("reference", {})[embedder.info.model_id] = typical_spread(groups, embedder)
-    table.setdefault("models", {}).pop(embedder.info.model_id, None)  # the search below must not read the old fit
+    # one table for a model whichever engine embeds it (confidence._calibrated_as)
+    model_key = split_engine(embedder.info.model_id)[0]
+    table.setdefault("reference", {})[model_key] = typical_spread(groups, embedder)
+    table.setdefault("models", {}).pop(model_key, None)  # the search below must not read the old fit
     confidence._table = functools.cache(lambda: table)  # the evidence below reads this run's reference
     groups += small_folders(args.db_dir, embedder, args.small_folders)
     names = list(dict.fromkeys(g.name for g in groups))
@@ -253,7 +256,7 @@ def main() -> None:
             caught = f"{sum(v < threshold for v in absent) / len(absent):.1%}" if absent else "-"
             wrong = f"{sum(v < threshold for v in present) / len(present):.1%}" if present else "-"
             report.append(f"| {mode} | {name} | {len(present)} | {wrong} | {len(absent)} | {caught} | {threshold:.3f} |")
-    table["models"][embedder.info.model_id] = entries
+    table["models"][model_key] = entries
     table["words_only"] = entries["keyword"]
     print("| mode | set | present | present with no good match | absent | absent with no good match | threshold |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")

@@ -77,7 +77,7 @@ def test_index_then_query_finds_the_right_file_first(tree: Path, oboyu_env: dict
     assert exact[0]["mode"] == "keyword" and exact[0]["ranks"] == {"keyword": 1}
     assert "pg_restore" in [exact[0]["snippet"][a:b] for a, b in exact[0]["matches"]]
     hybrid = json.loads(oboyu(oboyu_env, "query", "議事録", "--json").stdout)
-    assert hybrid[0]["mode"] == "hybrid" and set(hybrid[0]["ranks"]) == {"vector", "keyword", "lead"}
+    assert hybrid[0]["mode"] == "hybrid" and set(hybrid[0]["ranks"]) == {"vector", "keyword", "lead", "lead_words"}
     passages = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "--chunks", "-k", "50").stdout)
     files = json.loads(oboyu(oboyu_env, "query", "カレー", "--json", "-k", "50").stdout)
     assert len({h["path"] for h in files}) == len(files) <= len(passages)

@@ -76,6 +76,9 @@ def test_a_file_leg_lifts_every_passage_of_its_files() -> None:
     # a file found by its lead alone is a candidate through its lead passage
     assert fused["d0"] == pytest.approx(0.75) and fused["b0"] == pytest.approx(1.0) and fused["a0"] == 0
     assert "c0" not in fused
+    # a file leg with a ceiling: one weak match is scaled against it, not to a full 1
+    weak = dict(convex_with_files(legs, {"lead_words": [("d0", 2.0)]}, files, {"lead_words": 1}, {"lead_words": 8.0}))
+    assert weak["d0"] == pytest.approx(0.25)
 
 
 def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
@@ -181,6 +184,11 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
     assert same(leads, SqlRanker(store).vector_scores(query, 10, leads_only=True))
     assert "/corpus/e.txt#0" in dict(leads) and "/corpus/e.txt#1" not in dict(leads)
     assert "/corpus/e.txt#1" in dict(SqlRanker(store).vector_scores(query, 10))
+    # files by the words of their first passage: e's second passage holds 猫, its first does not
+    lead_words = resident.keyword_scores(["猫", "犬"], 10, leads_only=True)
+    assert same(lead_words, SqlRanker(store).keyword_scores(["猫", "犬"], 10, leads_only=True))
+    assert "/corpus/e.txt#0" in dict(lead_words) and "/corpus/e.txt#1" not in dict(lead_words)
+    assert "/corpus/e.txt#1" not in dict(resident.keyword_scores(["猫"], 10, leads_only=True))
     before = resident.generation
     add_document(store, "/corpus/d.txt", [("猫猫猫", {"猫": 3})])
     assert resident.refresh(store).generation != before

@@ -64,7 +64,10 @@ def convex_with_files(legs: Mapping[str, Ranking], file_legs: Mapping[str, Ranki
             continue
         weight = weights.get(leg, 1.0)
         scores = [score for _, score in ranking]
-        low, span = min(scores), max(scores) - min(scores)
+        low, high = min(scores), max(max(scores), (ceilings or {}).get(leg, 0.0))
+        if len(scores) == 1 or low >= high:
+            low = 0.0
+        span = high - low
         by_file = {file_of[cid]: ((score - low) / span if span > 0 else 1.0) for cid, score in ranking if cid in file_of}
         for cid, _ in ranking:  # a file found by this leg alone is a candidate through this passage
             fused.setdefault(cid, 0.0)

@@ -25,9 +25,15 @@ from oboyu.search.snippets import make_snippet
 
 MODES = ("hybrid", "vector", "keyword")
 CANDIDATES = 100  # chunks each leg contributes to fusion
-# hybrid: three legs of equal weight, each scaled to [0, 1]: passages by meaning, passages by
-# words, and files by the meaning of their first passage (`lead`)
-HYBRID_WEIGHTS = {"vector": 1 / 3, "keyword": 1 / 3, "lead": 1 / 3}
+# hybrid: legs each scaled to [0, 1]: passages by meaning, passages by words, and files by the
+# meaning (`lead`) and the words (`lead_words`) of their first passage, where a document says
+# what it is about
+HYBRID_WEIGHTS = {"vector": 1 / 3, "keyword": 1 / 3, "lead": 1 / 3, "lead_words": 1 / 6}
+FILE_LEGS = ("lead", "lead_words")
+# a query of a few words (as typed into a search box) names index terms, found best where a
+# document says what it is about: `lead_words` weighs fully up to this many words, and less for
+# each word a longer query has, whose words spread through a document's text
+LEAD_WORDS_FULL_UNTIL = 3
 # the keyword leg's best counts fully only when it reaches this share of what every query word,
 # matched, would score: one common word of several cannot lead the fusion alone
 KEYWORD_CEILING = 0.5
@@ -111,7 +117,7 @@ def search(
     vector = embedder.embed_queries([query])[0] if embedder is not None and mode in ("hybrid", "vector") else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode == "hybrid" else 0.0)
+    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode == "hybrid" else 0.0, len(set(terms)))
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
@@ -134,7 +140,7 @@ def search(
     by_keyword = model_for(indexed_with, "keyword")
     waiting = set() if mode == "keyword" else {cid for cid, _ in chosen} - ranker.embedded([cid for cid, _ in chosen])
     # a file leg ranks files: a passage shows its file's rank and score there
-    key = {leg: (lambda cid: files.get(cid)) if leg == "lead" else (lambda cid: cid) for leg in legs}
+    key = {leg: (lambda cid: files.get(cid)) if leg in FILE_LEGS else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
     results = []
@@ -178,6 +184,8 @@ def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: li
     if mode in ("hybrid", "keyword"):
         fallback = fallback_terms(terms)  # the words' bigrams, for compounds the dictionary did not know
         legs["keyword"] = ranker.keyword_scores([*terms, *fallback], n, filters, weights=fallback)
+        if mode == "hybrid":
+            legs["lead_words"] = ranker.keyword_scores([*terms, *fallback], n, filters, weights=fallback, leads_only=True)
     return legs
 
 
@@ -195,11 +203,17 @@ def best_bm25(rarity: dict[str, float]) -> float:
     return sum(value * (BM25_K1 + 1) for value in rarity.values())
 
 
-def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top: float = 0.0) -> Scores:
+def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top: float = 0.0,
+         query_words: int = 1) -> Scores:
+    """The mode's ranking; in hybrid, the legs fused, `query_words` (distinct words of the query)
+    setting how much the words of files' first passages count."""
     if mode != "hybrid":
         return list(legs[mode])
     passages = {leg: legs[leg] for leg in ("vector", "keyword")}
-    return convex_with_files(passages, {"lead": legs["lead"]}, files, HYBRID_WEIGHTS, {"keyword": keyword_top})
+    weights = {**HYBRID_WEIGHTS,
+               "lead_words": HYBRID_WEIGHTS["lead_words"] * min(1.0, LEAD_WORDS_FULL_UNTIL / max(1, query_words))}
+    return convex_with_files(passages, {leg: legs[leg] for leg in FILE_LEGS}, files, weights,
+                             {"keyword": keyword_top, "lead_words": keyword_top})
 
 
 def _fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Scores, dict[str, list[str]]]:

@@ -45,9 +45,9 @@ class Ranker(Protocol):
         file's first chunk only)."""
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
-                       weights: Mapping[str, float] | None = None) -> Scores:
+                       weights: Mapping[str, float] | None = None, leads_only: bool = False) -> Scores:
         """The n best chunks by BM25 over the query's terms, each term's part multiplied by its
-        weight (1 when not given)."""
+        weight (1 when not given); with `leads_only`, each file's first chunk only."""
 
     def chunks_by_id(self, ids: list[str]) -> dict[str, SearchHit]:
         """Display fields of these chunks."""
@@ -153,7 +153,7 @@ class SqlRanker:
         return held
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
-                       weights: Mapping[str, float] | None = None) -> Scores:
+                       weights: Mapping[str, float] | None = None, leads_only: bool = False) -> Scores:
         terms = sorted(set(terms))
         if not terms:
             return []
@@ -161,6 +161,9 @@ class SqlRanker:
         weighed = ", ".join("(?, ?)" for _ in terms)
         weight_params = [value for t in terms for value in (t, float((weights or {}).get(t, 1.0)))]
         with self._scope(filters, "p.chunk_id") as (join, where, params):
+            if leads_only:
+                join = join or "JOIN chunks c ON c.id = p.chunk_id"
+                where += " AND c.ordinal = 0"
             return self.con.execute(
                 f"""
                 WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),

@@ -98,7 +98,7 @@ class ResidentIndex:
         return last[2]
 
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
-                       weights: Mapping[str, float] | None = None) -> Scores:
+                       weights: Mapping[str, float] | None = None, leads_only: bool = False) -> Scores:
         _unfiltered(filters)
         total = len(self.chunk_ids)
         scores = np.zeros(total, dtype=np.float32)
@@ -110,7 +110,7 @@ class ResidentIndex:
             weight = (weights or {}).get(term, 1.0)
             scores[rows] += weight * idf(total, len(rows)) * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
             hit[rows] = True
-        return self._top(scores, n, hit)
+        return self._top(scores, n, hit & self.leads if leads_only else hit)
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         total = len(self.chunk_ids)
