@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
@@ -41,3 +42,12 @@ def models_dir() -> Path:
 def is_within(path: str, folder: str) -> bool:
     """`path` is `folder` or lies below it (as strings: /a/bc is not within /a/b)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def outermost(paths: Iterable[Path]) -> list[Path]:
+    """The paths not inside another of them."""
+    out: list[Path] = []
+    for path in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(is_within(str(path), str(o)) for o in out):
+            out.append(path)
+    return out

@@ -27,6 +27,7 @@ import numpy as np
 from oboyu.documents.chunking import Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches
 from oboyu.errors import OboyuError
+from oboyu.index.ahead import ahead
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.lock import IndexLock
@@ -36,7 +37,7 @@ from oboyu.index.records import ChunkRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
-from oboyu.paths import is_within
+from oboyu.paths import is_within, outermost
 from oboyu.progress import ProgressLine
 
 EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
@@ -172,7 +173,7 @@ class Indexer:
 
         def parts_of(store: Store, stats: IndexStats) -> list[Part]:
             parts = []
-            for path in _outermost(Path(os.path.abspath(p)) for p in paths):
+            for path in outermost(Path(os.path.abspath(p)) for p in paths):
                 root = store.root_holding(str(path))
                 # a root gone from disk (an unmounted drive) keeps its rows, as in update()
                 if root is not None and os.path.exists(root.path):
@@ -389,7 +390,7 @@ class Indexer:
         # the next group is read, looked up and tokenized in another thread while the engine (which
         # lets go of the GIL) embeds this one: 1.3 s of a 36 s cold index of 150 files, hidden
         tokenized = ((tag, self.embedder.token_ids(texts)) for tag, texts in groups)
-        for tag, token_ids in _ahead(tokenized):
+        for tag, token_ids in ahead(tokenized):
             if self.stop.is_set():  # the group read ahead waits for the next run
                 return
             yield tag, self.embedder.embed_ids(token_ids)
@@ -483,53 +484,3 @@ class Indexer:
                 stats.changed += 1
             else:  # rebuilt by --full, its content as it was
                 stats.unchanged += 1
-
-
-Item = TypeVar("Item")
-
-
-def _ahead(items: Iterator[Item]) -> Iterator[Item]:
-    """`items`, each made in a thread while the caller works on the one before; the maker's
-    error is raised where its item would have come. Leaving early lets the maker finish the item
-    in hand and stop."""
-    ready: queue.Queue = queue.Queue(maxsize=1)
-    done = object()
-    leaving = threading.Event()
-
-    def make() -> None:
-        try:
-            for item in items:
-                ready.put((item, None))
-                if leaving.is_set():
-                    return
-        except BaseException as exc:  # surfaced in the caller's thread
-            ready.put((done, exc))
-            return
-        ready.put((done, None))
-
-    maker = threading.Thread(target=make, name="oboyu-next-group", daemon=True)
-    maker.start()
-    try:
-        while True:
-            item, error = ready.get()
-            if error is not None:
-                raise error
-            if item is done:
-                return
-            yield item
-    finally:
-        leaving.set()
-        while maker.is_alive():  # let a maker blocked on a full queue finish
-            try:
-                ready.get_nowait()
-            except queue.Empty:
-                maker.join(0.05)
-
-
-def _outermost(paths: Iterable[Path]) -> list[Path]:
-    """The paths not inside another of them."""
-    out: list[Path] = []
-    for path in sorted(set(paths), key=lambda p: len(p.parts)):
-        if not any(is_within(str(path), str(o)) for o in out):
-            out.append(path)
-    return out
