@@ -90,6 +90,9 @@ def main() -> int:
     parser.add_argument("--meaning-seconds", type=float, default=120.0, help="how long the meaning pass is watched")
     parser.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
     args = parser.parse_args()
+    # a shell that starts this in the background ignores SIGINT, and the indexer would inherit
+    # that and never stop: a handler here resets it to the default in the children
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     work = args.work or Path(tempfile.mkdtemp(prefix="oboyu-progressive-"))
     folder, db, cache = work / "notes", work / "index.duckdb", work / "cache"
     shutil.rmtree(folder, ignore_errors=True)
