@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE_NOTES, run_oboyu
 
 from oboyu.documents.keywords import match_spans, term_counts, words
@@ -154,3 +155,35 @@ def test_one_weak_keyword_match_is_not_scaled_up_to_a_full_leg() -> None:
     # a keyword leg whose best reaches the ceiling is scaled as before
     strong = [("trip-plan", 8.0), ("curry", 2.0)]
     assert convex({"keyword": strong}, ceilings={"keyword": 6.0}) == convex({"keyword": strong})
+
+
+def test_near_level_files_are_ordered_by_their_confidence() -> None:
+    from oboyu.search.query import CONFIDENCE_SHARE, with_confidence
+
+    fused = [("synopsis-words", 0.93), ("the-answer", 0.88), ("far-behind", 0.50)]
+    confidence = {"synopsis-words": 0.18, "the-answer": 0.74, "far-behind": 0.99}
+    ordered = with_confidence(fused, confidence)
+    # level within the confidence's share: the stronger evidence first; far behind: stays behind
+    assert [cid for cid, _ in ordered] == ["the-answer", "synopsis-words", "far-behind"]
+    assert dict(ordered)["the-answer"] == 0.88 + CONFIDENCE_SHARE * 0.74
+    assert with_confidence(fused, dict.fromkeys(confidence, 0.5))[0][0] == "synopsis-words"  # ties keep fusion's order
+
+
+def test_the_first_result_does_not_depend_on_how_many_are_asked(tmp_path: Path, embedder) -> None:
+    """Confidence reorders hybrid's best files; asked for one result, a person gets the first of ten.
+    On the small mixed dev folder, where some queries' first two files come out near level."""
+    from oboyu.index.store import Store
+    from oboyu.search import search
+    from oboyu.search.evaluate import read_jsonl, write_corpus
+
+    personal = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "personal"
+    if not personal.is_dir():
+        pytest.skip(f"the dev sets are not beside the clone ({personal})")
+    write_corpus(personal / "docs.jsonl.gz", tmp_path / "docs")
+    db = tmp_path / "index.duckdb"
+    Indexer(db, embedder).index([tmp_path / "docs"])
+    with Store(db, read_only=True) as store:
+        for query in (row["query"] for row in read_jsonl(personal / "queries.jsonl")):
+            ten = search(store, embedder, query, 10)
+            assert [r.fused for r in ten] == sorted((r.fused for r in ten), reverse=True)  # the order shown is the score's
+            assert search(store, embedder, query, 1)[0].path == ten[0].path, query

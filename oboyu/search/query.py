@@ -2,7 +2,8 @@
 hybrid mode with a file leg; results grouped per file by default, each with a query-aware snippet.
 
 A query goes: parse (words, filters) -> rank (a `Ranker`: SQL or in memory) -> fuse -> rerank
-(when a cross-encoder is installed) -> group per file -> snippets."""
+(when a cross-encoder is installed) -> group per file -> confidence (in hybrid, a share of it
+orders the best files) -> snippets."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ LEAD_WORDS_FULL_UNTIL = 3
 # matched, would score: one common word of several cannot lead the fusion alone
 KEYWORD_CEILING = 0.5
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
+# hybrid orders its best files by the fusion plus this share of their confidence: fusion scales
+# each leg over whatever candidates came back, and where two files come out near level, the
+# absolute evidence (cosine, lead over the other files, words held) decides. The largest share
+# that cost neither large dev set anything (0.1-0.3 scanned, benchmarks/README.md).
+CONFIDENCE_SHARE = 0.2
+ORDER_DEPTH = 10  # files whose confidence is weighed: the first result does not depend on -k
 
 
 @dataclass
@@ -61,7 +68,7 @@ class Result:
     file_type: str = ""
     weak: bool = False  # its confidence is under the weak-match threshold
     evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
-    fused: float = 0.0  # the mode's ranking score (fusion of the legs), which orders the results
+    fused: float = 0.0  # the mode's ranking score, which orders the results (hybrid: fusion, plus a share of the confidence)
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
 
     @property
@@ -121,12 +128,13 @@ def search(
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
+    depth = max(k, ORDER_DEPTH) if mode == "hybrid" and reranker is None else k
     if group:  # twice the files asked for: copies of one file fold into one result
-        chosen, others = _best_per_file(files, fused, 2 * k)
+        chosen, others = _best_per_file(files, fused, 2 * depth)
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
-        chosen, copies = _fold_copies(chosen, hits, k)
+        chosen, copies = _fold_copies(chosen, hits, depth)
     else:
-        chosen, others, copies = fused[:k], {}, {}
+        chosen, others, copies = fused[:depth], {}, {}
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
     # copies of a file count as that file when confidence weighs a result's lead over the others
     content_of = {hit.path: hit.content for hit in hits.values() if hit.content}
@@ -143,12 +151,15 @@ def search(
     key = {leg: (lambda cid: files.get(cid)) if leg in FILE_LEGS else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
+    confidences = {cid: (by_keyword if cid in waiting else judge).probability(evidence[cid]) for cid, _ in chosen}
+    if mode == "hybrid" and reranker is None:  # a cross-encoder's order stands as it gave it
+        chosen = with_confidence(chosen, confidences)
     results = []
-    for rank, (cid, score) in enumerate(chosen, start=1):
+    for rank, (cid, score) in enumerate(chosen[:k], start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
         found_by, judged_by = ("keyword", by_keyword) if cid in waiting else (mode, judge)
-        confidence = judged_by.probability(evidence[cid])
+        confidence = confidences[cid]
         results.append(
             Result(
                 rank=rank, score=round(confidence, 4), path=hit.path, start_line=hit.start_line,
@@ -163,6 +174,12 @@ def search(
             )
         )
     return results
+
+
+def with_confidence(chosen: Scores, confidences: dict[str, float]) -> Scores:
+    """The fused results ordered by their score plus CONFIDENCE_SHARE of their confidence."""
+    scored = [(cid, score + CONFIDENCE_SHARE * confidences[cid]) for cid, score in chosen]
+    return sorted(scored, key=lambda item: -item[1])
 
 
 def _rounded(value: float | None) -> float | None:
