@@ -327,10 +327,9 @@ class Embedder:
         batches = _batches_by_budget(order, [len(t) for t in token_ids], token_budget)
         feeds = (dict(zip(("input_ids", "attention_mask"), pad_batch([token_ids[i] for i in batch], self.pad_id, multiple)))
                  for batch in batches)
-        from oboyu.models.openvino_engine import OpenVinoSession  # the module, not OpenVINO itself
-
-        if isinstance(session, OpenVinoSession):  # several batches at once, one a stream
-            outputs: Iterable[np.ndarray] = session.run_all(feeds)
+        run_all = getattr(session, "run_all", None)  # OpenVINO: several batches at once, one a stream
+        if run_all is not None:
+            outputs: Iterable[np.ndarray] = run_all(feeds)
         else:
             outputs = (session.run(None, feed)[0] for feed in feeds)
         for batch, vectors in zip(batches, outputs):

@@ -151,14 +151,15 @@ def search(
     key = {leg: (lambda cid: files.get(cid)) if leg in FILE_LEGS else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
-    confidences = {cid: (by_keyword if cid in waiting else judge).probability(evidence[cid]) for cid, _ in chosen}
+    judges = {cid: by_keyword if cid in waiting else judge for cid, _ in chosen}
+    confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode == "hybrid" and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = with_confidence(chosen, confidences)
     results = []
     for rank, (cid, score) in enumerate(chosen[:k], start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
-        found_by, judged_by = ("keyword", by_keyword) if cid in waiting else (mode, judge)
+        found_by = "keyword" if cid in waiting else mode
         confidence = confidences[cid]
         results.append(
             Result(
@@ -168,7 +169,7 @@ def search(
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type, weak=confidence < judged_by.threshold,
+                file_type=hit.file_type, weak=confidence < judges[cid].threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
                 fused=round(float(score), 4), copies=copies.get(cid, []),
             )

@@ -116,10 +116,7 @@ class SqlRanker:
         if query_vector.shape[-1] != dim:
             raise OboyuError(f"query vector has {query_vector.shape[-1]} dimensions, the index {dim}")
         literal = _vector_literal(query_vector, dim)
-        with self._scope(filters, "e.chunk_id") as (join, where, params):
-            if leads_only:
-                join = join or "JOIN chunks c ON c.id = e.chunk_id"
-                where += " AND c.ordinal = 0"
+        with self._scope(filters, "e.chunk_id", leads_only) as (join, where, params):
             return self.con.execute(
                 f"""
                 SELECT e.chunk_id, array_inner_product(e.vector, {literal}) AS score
@@ -160,10 +157,7 @@ class SqlRanker:
         placeholders = ", ".join("?" for _ in terms)
         weighed = ", ".join("(?, ?)" for _ in terms)
         weight_params = [value for t in terms for value in (t, float((weights or {}).get(t, 1.0)))]
-        with self._scope(filters, "p.chunk_id") as (join, where, params):
-            if leads_only:
-                join = join or "JOIN chunks c ON c.id = p.chunk_id"
-                where += " AND c.ordinal = 0"
+        with self._scope(filters, "p.chunk_id", leads_only) as (join, where, params):
             return self.con.execute(
                 f"""
                 WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
@@ -183,12 +177,15 @@ class SqlRanker:
             ).fetchall()
 
     @contextlib.contextmanager
-    def _scope(self, filters: Filters | None, chunk_column: str) -> Iterator[tuple[str, str, list]]:
-        """(join, where, params) restricting a ranking to the chunks that pass the filters; path
-        patterns become a list of the documents they keep, or of those they leave out when that
-        list is the shorter (nothing when they keep every document)."""
+    def _scope(self, filters: Filters | None, chunk_column: str,
+               leads_only: bool = False) -> Iterator[tuple[str, str, list]]:
+        """(join, where, params) restricting a ranking to the chunks that pass the filters (with
+        `leads_only`, to each file's first chunk); path patterns become a list of the documents
+        they keep, or of those they leave out when that list is the shorter (nothing when they
+        keep every document)."""
         filters = filters or Filters()
         where, params = filters.sql()
+        lead = " AND c.ordinal = 0" if leads_only else ""
         if filters.path_globs:
             kept, left_out = self._documents_matching(filters)
             if len(left_out) and len(kept) <= len(left_out):
@@ -203,9 +200,12 @@ class SqlRanker:
                 where += "(" + ",".join(map(str, ids.tolist())) + ")"
             elif ids is not None:
                 with registered(self.con, ids) as (name,):
-                    yield self._join(chunk_column), f"{where}(SELECT column0 FROM {name})", params
+                    yield self._join(chunk_column), f"{where}(SELECT column0 FROM {name}){lead}", params
                 return
-        yield ("" if where == "TRUE" else self._join(chunk_column)), where, params
+        if where == "TRUE":  # no filter: a lead needs only its chunk's row
+            yield (f"JOIN chunks c ON c.id = {chunk_column}" if leads_only else ""), where + lead, params
+        else:
+            yield self._join(chunk_column), where + lead, params
 
     @staticmethod
     def _join(chunk_column: str) -> str:
