@@ -14,7 +14,7 @@ import pytest
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.manifest import ONNXRUNTIME, OPENVINO, split_engine
-from oboyu.models.openvino_engine import choose_engine, openvino_installed
+from oboyu.models.openvino_engine import choose_engine, openvino_installed, speedup_over
 from oboyu.models.probe import probe_sentences
 from tests.conftest import EXAMPLE_NOTES, run_oboyu
 
@@ -23,22 +23,74 @@ WITHOUT_FORM = {"id": "m"}
 needs_openvino = pytest.mark.skipif(not openvino_installed(), reason="openvino is not installed (x86 only)")
 
 
-@pytest.mark.parametrize(("manifest", "requested", "machine", "system", "installed", "accelerated", "refused", "engine"), [
-    (WITH_FORM, None, "x86_64", "Linux", True, None, False, OPENVINO),
-    (WITH_FORM, None, "AMD64", "Windows", True, None, False, OPENVINO),
-    (WITH_FORM, None, "x86_64", "Linux", False, None, False, ONNXRUNTIME),  # not installed
-    (WITH_FORM, None, "aarch64", "Linux", True, None, False, ONNXRUNTIME),  # ARM
-    (WITH_FORM, None, "arm64", "Darwin", True, None, False, ONNXRUNTIME),  # Apple silicon: CoreML
-    (WITH_FORM, None, "x86_64", "Darwin", True, None, False, ONNXRUNTIME),  # an Intel Mac
-    (WITH_FORM, None, "x86_64", "Linux", True, "onnxruntime-gpu", False, ONNXRUNTIME),  # CUDA leads
-    (WITH_FORM, None, "x86_64", "Linux", True, None, True, ONNXRUNTIME),  # failed its probe here
-    (WITHOUT_FORM, None, "x86_64", "Linux", True, None, False, ONNXRUNTIME),  # a converted model
-    (WITH_FORM, "cpu", "x86_64", "Linux", True, None, False, ONNXRUNTIME),  # another provider asked for
-    (WITH_FORM, "OpenVINO", "aarch64", "Linux", True, "onnxruntime-gpu", True, OPENVINO),  # asked for: it wins
+TIMED_FASTER = {"ok": True, "speedup": 1.5}
+
+
+@pytest.mark.parametrize(("manifest", "requested", "machine", "system", "installed", "accelerated", "verdict", "engine"), [
+    (WITH_FORM, None, "x86_64", "Linux", True, None, TIMED_FASTER, OPENVINO),
+    (WITH_FORM, None, "AMD64", "Windows", True, None, TIMED_FASTER, OPENVINO),
+    (WITH_FORM, None, "x86_64", "Linux", True, None, None, OPENVINO),  # not yet probed: the probe decides
+    (WITH_FORM, None, "x86_64", "Linux", True, None, {"ok": True}, OPENVINO),  # probed before it was timed
+    (WITH_FORM, None, "x86_64", "Linux", False, None, None, ONNXRUNTIME),  # not installed
+    (WITH_FORM, None, "aarch64", "Linux", True, None, TIMED_FASTER, ONNXRUNTIME),  # ARM
+    (WITH_FORM, None, "arm64", "Darwin", True, None, TIMED_FASTER, ONNXRUNTIME),  # Apple silicon: CoreML
+    (WITH_FORM, None, "x86_64", "Darwin", True, None, TIMED_FASTER, ONNXRUNTIME),  # an Intel Mac
+    (WITH_FORM, None, "x86_64", "Linux", True, "onnxruntime-gpu", TIMED_FASTER, ONNXRUNTIME),  # CUDA leads
+    (WITH_FORM, None, "x86_64", "Linux", True, None, {"ok": False, "reason": "r"}, ONNXRUNTIME),  # failed its probe
+    (WITH_FORM, None, "x86_64", "Linux", True, None, {"ok": True, "speedup": 0.57}, ONNXRUNTIME),  # slower here
+    (WITH_FORM, None, "x86_64", "Linux", True, None, {"ok": True, "speedup": 1.05}, ONNXRUNTIME),  # a near tie
+    (WITHOUT_FORM, None, "x86_64", "Linux", True, None, None, ONNXRUNTIME),  # a converted model
+    (WITH_FORM, "cpu", "x86_64", "Linux", True, None, TIMED_FASTER, ONNXRUNTIME),  # another provider asked for
+    (WITH_FORM, "OpenVINO", "x86_64", "Linux", True, None, {"ok": True, "speedup": 0.57}, OPENVINO),  # asked for
+    (WITH_FORM, "OpenVINO", "aarch64", "Linux", True, "onnxruntime-gpu", None, OPENVINO),  # asked for: it wins
 ])
-def test_the_engine_follows_the_machine(manifest, requested, machine, system, installed, accelerated, refused,
+def test_the_engine_follows_the_machine(manifest, requested, machine, system, installed, accelerated, verdict,
                                         engine) -> None:
-    assert choose_engine(manifest, requested, machine, system, installed, accelerated, refused)[0] == engine
+    assert choose_engine(manifest, requested, machine, system, installed, accelerated, verdict)[0] == engine
+
+
+@needs_openvino
+@pytest.mark.parametrize(("speedup", "engine"), [(0.57, ONNXRUNTIME), (1.5, OPENVINO)])
+def test_the_probe_keeps_openvino_only_where_it_was_faster(model_dir, tmp_path, monkeypatch, speedup, engine) -> None:
+    """The probe's timing decides the default engine, and its verdict is kept for later processes.
+    The timing is replaced here: which engine is faster depends on the CPU (OpenVINO's INT8
+    kernels need VNNI), and a test must not."""
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path))
+    if Embedder(model_dir, engine=ONNXRUNTIME).openvino_problem() is not None:
+        pytest.skip("OpenVINO failed its probe on this machine")
+    (tmp_path / "provider-checks.json").unlink()
+    timed: list[float] = []
+
+    def timing(candidate, reference, rounds: int = 2) -> float:
+        timed.append(speedup)
+        return speedup
+
+    monkeypatch.setattr("oboyu.models.openvino_engine.speedup_over", timing)
+    steps: list[str] = []
+    chosen = Embedder(model_dir, on_probe=steps.append)
+    assert (chosen.engine, len(timed), len(steps)) == (engine, 1, 1)
+    assert f"{speedup:.2f}x" in chosen.engine_reason
+    again = Embedder(model_dir, on_probe=steps.append)  # a later process: the verdict is kept
+    assert (again.engine, len(timed), len(steps)) == (engine, 1, 1)
+    kept = json.loads((tmp_path / "provider-checks.json").read_text())
+    assert [verdict["speedup"] for verdict in kept.values()] == [speedup]
+
+
+def test_engines_are_timed_on_their_best_interleaved_rounds(monkeypatch) -> None:
+    runs: list[str] = []
+    times = iter([9.0, 9.0, 3.0, 1.0, 2.0, 4.0, 2.5, 7.0])  # warm-ups, then (candidate, reference) rounds
+    clock = {"now": 0.0}
+
+    def run(name: str):
+        def go() -> None:
+            runs.append(name)
+            clock["now"] += next(times)
+        return go
+
+    monkeypatch.setattr("oboyu.models.openvino_engine.time.perf_counter", lambda: clock["now"])
+    # best candidate 2.0 s (of 3.0, 2.0, 2.5), best reference 1.0 s (of 1.0, 4.0, 7.0)
+    assert speedup_over(run("candidate"), run("reference"), rounds=3) == pytest.approx(0.5)
+    assert runs == ["candidate", "reference"] * 4
 
 
 def test_openvino_asked_for_where_it_cannot_run_is_one_line() -> None:

@@ -31,7 +31,8 @@ def load_default_embedder(progress: ProgressLine | None = None, on_build_step: C
             announced = True
         progress.message(f"  {step}")
 
-    return Embedder(ensure_default_model(on_build_step or report), notify=notify, engine=engine)
+    return Embedder(ensure_default_model(on_build_step or report), notify=notify, engine=engine,
+                    on_probe=on_build_step or (lambda step: progress.message(f"oboyu: {step}")))
 
 
 def load_embedder(indexed_with: str | None, requested: str | None = None, progress: ProgressLine | None = None,

@@ -2,7 +2,10 @@
 operators with the same weights and calibrated scales, run by OpenVINO's CPU plugin.
 
 Measured on the project's machine (AMD EPYC, AVX-512 VNNI and BF16, 2 cores): 1.5x the tokens/s
-of onnxruntime on the same chunks, single queries about 2 ms instead of 3 (benchmarks/README.md).
+of onnxruntime on the same chunks (benchmarks/README.md). Not on every CPU: without VNNI its INT8
+products fall back to a generic gemm (with AVX-512 hidden from its kernels on the same cores, 0.3x
+its own speed), so each machine times both engines once and OpenVINO embeds only where it is
+clearly faster (`OPENVINO_MIN_SPEEDUP`).
 Its vectors are not onnxruntime's to the last bit (min cosine about 0.997), so a model run on it
 has an identity of its own (`ModelInfo.engine`): an index keeps the engine it was built with, and
 the embedding cache never mixes the two. Within one engine a text's vector does not depend on its
@@ -16,11 +19,13 @@ model converter, whose import sends a usage event to Google Analytics and writes
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import platform
 import sys
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +36,9 @@ from oboyu.errors import OboyuError
 from oboyu.models.manifest import ONNXRUNTIME, OPENVINO
 
 X86 = ("x86_64", "amd64", "i686", "x86")
+# OpenVINO embeds only where it beats onnxruntime by this much: its vectors fix an index's identity,
+# and onnxruntime starts faster, so a near tie goes to onnxruntime
+OPENVINO_MIN_SPEEDUP = 1.1
 # onnxruntime builds that bring an accelerator: with one of them installed, onnxruntime leads
 ACCELERATED_ONNXRUNTIME = ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
 
@@ -61,12 +69,23 @@ def accelerated_onnxruntime() -> str | None:
     return None
 
 
+def onnxruntime_version() -> str:
+    """The installed onnxruntime build's version, read without importing it."""
+    for name in ("onnxruntime", *ACCELERATED_ONNXRUNTIME):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
 def choose_engine(manifest: dict, requested: str | None, machine: str, system: str, installed: bool,
-                  accelerated: str | None, refused: bool = False) -> tuple[str, str]:
+                  accelerated: str | None, verdict: dict | None = None) -> tuple[str, str]:
     """The engine a model runs on here, and why: OpenVINO when asked for (`--provider openvino`),
-    or by default on an x86 CPU where it is installed and the model has an OpenVINO form;
-    onnxruntime when another provider is asked for, on Apple silicon and ARM, where an
-    accelerated onnxruntime build is installed, and where OpenVINO failed its probe (`refused`)."""
+    or by default on an x86 CPU where it is installed, the model has an OpenVINO form and this
+    machine's probe (`verdict`, None before it has run) found it right and faster than
+    onnxruntime; onnxruntime when another provider is asked for, on Apple silicon and ARM, where
+    an accelerated onnxruntime build is installed, and where OpenVINO failed its probe or lost."""
     has_form = OPENVINO in manifest.get("engines", {})
     if requested and requested.strip().lower() == OPENVINO:
         if not has_form:
@@ -83,10 +102,15 @@ def choose_engine(manifest: dict, requested: str | None, machine: str, system: s
     if accelerated:
         return ONNXRUNTIME, f"{accelerated} is installed"
     if not installed:
-        return ONNXRUNTIME, "openvino is not installed (`pip install openvino`: 1.5x the speed on x86)"
-    if refused:
+        return ONNXRUNTIME, "openvino is not installed (`pip install openvino`: 1.5x the speed on CPUs with VNNI)"
+    if verdict is not None and not verdict["ok"]:
         return ONNXRUNTIME, "OpenVINO failed its probe here (provider-checks.json in the cache dir says why)"
-    return OPENVINO, "an x86 CPU with OpenVINO installed"
+    speedup = None if verdict is None else verdict.get("speedup")
+    if speedup is None:
+        return OPENVINO, "an x86 CPU with OpenVINO installed, not yet timed here"
+    if speedup < OPENVINO_MIN_SPEEDUP:
+        return ONNXRUNTIME, f"onnxruntime is faster here: OpenVINO measured {speedup:.2f}x its speed"
+    return OPENVINO, f"measured {speedup:.2f}x onnxruntime's speed here"
 
 
 def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[str, str]:
@@ -94,13 +118,15 @@ def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[st
 
     wanted = requested if requested is not None else os.environ.get(ENV_OVERRIDE)
     installed = openvino_installed()
+    verdict = ProbeVerdicts(manifest).get() if installed and OPENVINO in manifest.get("engines", {}) else None
     return choose_engine(manifest, wanted, platform.machine(), platform.system(), installed,
-                         accelerated_onnxruntime(), installed and _refused_here(manifest))
+                         accelerated_onnxruntime(), verdict)
 
 
 class ProbeVerdicts:
     """OpenVINO's probe verdicts for one model, kept with the accelerators' (provider-checks.json
-    in the cache dir), per OpenVINO version and padding."""
+    in the cache dir), per OpenVINO and onnxruntime version and padding: whether its vectors
+    are right here, and its speed against onnxruntime's (`speedup`)."""
 
     def __init__(self, manifest: dict):
         from oboyu.models.manifest import ModelInfo
@@ -109,7 +135,8 @@ class ProbeVerdicts:
 
         self.store = Verdicts(cache_dir() / "provider-checks.json")
         model_id = ModelInfo.from_manifest(manifest, OPENVINO).model_id
-        self.key = f"{model_id} openvino-{metadata.version('openvino')} pad{OpenVinoSession.pad_multiple} streams"
+        self.key = (f"{model_id} openvino-{metadata.version('openvino')} onnxruntime-{onnxruntime_version()} "
+                    f"pad{OpenVinoSession.pad_multiple} streams")
 
     def get(self) -> dict | None:
         return self.store.get(self.key)
@@ -118,11 +145,19 @@ class ProbeVerdicts:
         self.store.put(self.key, verdict)
 
 
-def _refused_here(manifest: dict) -> bool:
-    if OPENVINO not in manifest.get("engines", {}):
-        return False
-    verdict = ProbeVerdicts(manifest).get()
-    return verdict is not None and not verdict["ok"]
+def speedup_over(candidate: Callable[[], object], reference: Callable[[], object], rounds: int = 2) -> float:
+    """How many times faster `candidate` runs than `reference`. Each runs once first (OpenVINO
+    compiles kernels for each new shape on first sight), then both in interleaved rounds, the
+    best of each kept, so that a busy moment of the machine does not decide."""
+    candidate()
+    reference()
+    best = {candidate: math.inf, reference: math.inf}
+    for _ in range(rounds):
+        for run in best:
+            started = time.perf_counter()
+            run()
+            best[run] = min(best[run], time.perf_counter() - started)
+    return best[reference] / best[candidate]
 
 
 def open_session(model_dir: Path, manifest: dict, threads: int) -> OpenVinoSession:

