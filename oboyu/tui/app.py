@@ -130,7 +130,7 @@ class OboyuApp(App):
     @work(thread=True, group="model", exit_on_error=False)
     def load_model(self) -> None:
         def report(step: str) -> None:
-            self.call_from_thread(self.notify, step, title="Building the default model (first use only)")
+            self.call_from_thread(self.notify, step, title="Setting up the model (first use only)")
 
         def dropped(notice: str) -> None:  # an accelerator that failed its probe
             self.call_from_thread(self.notify, notice, severity="warning")
