@@ -83,7 +83,7 @@ class Embedder:
             # chosen, not inherited from an index: proven and timed here first (once a machine),
             # since the vectors' identity is fixed from now on
             if on_probe is not None and self.engine_reason.endswith("not yet timed here"):
-                on_probe("checking OpenVINO against onnxruntime on this CPU (first use only)")
+                on_probe("checking OpenVINO against onnxruntime on this CPU, once a machine")
             problem = self.openvino_problem()
             if problem is not None and self.engine_reason.startswith("asked for"):
                 raise OboyuError(f"OpenVINO cannot embed here: {problem}")
