@@ -11,6 +11,7 @@ from pathlib import Path
 
 from oboyu import __version__
 from oboyu.models.embedding import Embedder
+from oboyu.models.openvino_engine import probe_summary
 from oboyu.models.probe import probe_sentences
 from oboyu.models.providers import choose_here, cpu_description, physical_cores
 from oboyu.paths import cache_dir, models_dir
@@ -67,6 +68,7 @@ def self_benchmark(embedder: Embedder, seconds: float = 2.0) -> dict:
         "provider": embedder.provider,
         "query_provider": embedder.query_provider,
         "engine": f"{embedder.engine} ({embedder.engine_reason})",
+        "openvino_here": probe_summary(embedder.manifest),
         "load_seconds": round(load_seconds, 3),
         "passages_per_second": round(rounds * len(texts) / spent, 1),
         "tokens_per_second": round(rounds * tokens / spent),

@@ -77,7 +77,8 @@ class Embedder:
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
         self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
-        self.engine, self.engine_reason = (engine, "the one asked for") if engine else choose_engine_here(self.manifest, provider)
+        self.engine, self.engine_reason = ((engine, "the one its index was built with") if engine
+                                           else choose_engine_here(self.manifest, provider))
         self.info = ModelInfo.from_manifest(self.manifest, self.engine)
         if engine is None and self.engine == OPENVINO:
             # chosen, not inherited from an index: proven and timed here first (once a machine),

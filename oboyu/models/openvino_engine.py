@@ -145,6 +145,21 @@ class ProbeVerdicts:
         self.store.put(self.key, verdict)
 
 
+def probe_summary(manifest: dict) -> str:
+    """What this machine's probe found for OpenVINO, in a line (`oboyu doctor`)."""
+    if OPENVINO not in manifest.get("engines", {}):
+        return "the model has no OpenVINO form"
+    if not openvino_installed():
+        return "not installed"
+    verdict = ProbeVerdicts(manifest).get()
+    if verdict is None or (verdict["ok"] and "speedup" not in verdict):
+        return "not yet probed here (the first index or search without an index does it)"
+    if not verdict["ok"]:
+        return f"failed its probe here: {verdict['reason']}"
+    chosen = "new indexes use it" if verdict["speedup"] >= OPENVINO_MIN_SPEEDUP else "new indexes use onnxruntime"
+    return f"measured {verdict['speedup']:.2f}x onnxruntime's speed here; {chosen}"
+
+
 def speedup_over(candidate: Callable[[], object], reference: Callable[[], object], rounds: int = 2) -> float:
     """How many times faster `candidate` runs than `reference`. Each runs once first (OpenVINO
     compiles kernels for each new shape on first sight), then both in interleaved rounds, the
