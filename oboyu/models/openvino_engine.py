@@ -153,7 +153,7 @@ def probe_summary(manifest: dict) -> str:
         return "not installed"
     verdict = ProbeVerdicts(manifest).get()
     if verdict is None or (verdict["ok"] and "speedup" not in verdict):
-        return "not yet probed here (the first index or search without an index does it)"
+        return "not yet probed here (the first `oboyu index` does it)"
     if not verdict["ok"]:
         return f"failed its probe here: {verdict['reason']}"
     chosen = "new indexes use it" if verdict["speedup"] >= OPENVINO_MIN_SPEEDUP else "new indexes use onnxruntime"
