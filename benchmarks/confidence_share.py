@@ -16,13 +16,12 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from keyword_style import DEV, keyword_queries
+from keyword_style import DEV, eval_index, keyword_queries
 
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
-from oboyu.progress import ProgressLine
 from oboyu.search import query as hybrid
-from oboyu.search.evaluate import doc_id_of, index_corpus, read_queries, write_corpus
+from oboyu.search.evaluate import doc_id_of, read_queries
 from oboyu.search.resident import ResidentIndex
 
 SHARES = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, None)  # None: the confidence alone
@@ -49,11 +48,7 @@ def main() -> None:
     print("| set | queries | " + " | ".join("alone" if s is None else f"{s:g}" for s in SHARES) + " |")
     print("| --- | ---: |" + " ---: |" * len(SHARES))
     for name in args.sets:
-        db = args.db_dir / f"eval-{name}.duckdb"
-        if not db.exists():
-            with tempfile.TemporaryDirectory() as folder, Store(db) as store:
-                write_corpus(DEV / name / "docs.jsonl.gz", Path(folder) / "docs")
-                index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
+        db = eval_index(name, args.db_dir, embedder)
         asked = [(q.text, set(q.relevant)) for q in read_queries(DEV / name / "queries.jsonl")]
         checks = [(name, asked)]
         if name != "personal":

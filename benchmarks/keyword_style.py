@@ -30,6 +30,16 @@ from oboyu.search.resident import ResidentIndex
 DEV = Path(__file__).resolve().parent.parent.parent / "shared" / "eval" / "dev"
 
 
+def eval_index(name: str, db_dir: Path, embedder) -> Path:
+    """The index `oboyu eval --db DIR/eval-SET.duckdb` makes of a dev set, built here when absent."""
+    db = db_dir / f"eval-{name}.duckdb"
+    if not db.exists():
+        with tempfile.TemporaryDirectory() as folder, Store(db) as store:
+            write_corpus(DEV / name / "docs.jsonl.gz", Path(folder) / "docs")
+            index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
+    return db
+
+
 def keyword_queries(name: str, count: int, seed: int = 7) -> list[tuple[str, str]]:
     """(query, relevant document id) from the documents' titles."""
     rng = random.Random(seed)
@@ -60,11 +70,7 @@ def main() -> None:
     print("| set | queries | hybrid MRR@10 | RRF MRR@10 | hybrid R@10 | RRF R@10 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name in args.sets:
-        db = args.db_dir / f"eval-{name}.duckdb"
-        if not db.exists():
-            with tempfile.TemporaryDirectory() as folder, Store(db) as store:
-                write_corpus(DEV / name / "docs.jsonl.gz", Path(folder) / "docs")
-                index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
+        db = eval_index(name, args.db_dir, embedder)
         queries = keyword_queries(name, args.queries)
         with Store(db, read_only=True) as store:
             resident = ResidentIndex().refresh(store)

@@ -65,7 +65,7 @@ class Embedder:
         threads (default: one a physical core); `engine` (onnxruntime or openvino) overrides
         the platform's choice, as for an index built with the other one; `on_probe` hears of
         the engines' probe, the few seconds a machine's first use spends on it."""
-        from oboyu.models.openvino_engine import choose_engine_here
+        from oboyu.models.openvino_engine import UNTIMED, choose_engine_here
 
         self.model_dir = Path(model_dir)
         self.manifest = manifest if manifest is not None else read_manifest(self.model_dir)
@@ -80,17 +80,18 @@ class Embedder:
         self.engine, self.engine_reason = ((engine, "the one its index was built with") if engine
                                            else choose_engine_here(self.manifest, provider))
         self.info = ModelInfo.from_manifest(self.manifest, self.engine)
-        if engine is None and self.engine == OPENVINO:
-            # chosen, not inherited from an index: proven and timed here first (once a machine),
-            # since the vectors' identity is fixed from now on
-            if on_probe is not None and self.engine_reason.endswith("not yet timed here"):
+        asked = self.engine_reason.startswith("asked for")
+        if engine is None and self.engine == OPENVINO and (asked or self.engine_reason == UNTIMED):
+            # chosen, not inherited from an index, and not yet proven and timed here (once a
+            # machine), since the vectors' identity is fixed from now on
+            if on_probe is not None and not asked:
                 on_probe("checking OpenVINO against onnxruntime on this CPU, once a machine")
             problem = self.openvino_problem()
-            if problem is not None and self.engine_reason.startswith("asked for"):
+            if problem is not None and asked:
                 raise OboyuError(f"OpenVINO cannot embed here: {problem}")
             if problem is not None:
                 self.engine, self.engine_reason = ONNXRUNTIME, f"OpenVINO not used: {problem}"
-            elif not self.engine_reason.startswith("asked for"):
+            elif not asked:  # the verdict now holds the timing
                 self.engine, self.engine_reason = choose_engine_here(self.manifest, provider)
         self.info = ModelInfo.from_manifest(self.manifest, self.engine)
 

@@ -18,6 +18,7 @@ model converter, whose import sends a usage event to Google Analytics and writes
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -39,6 +40,7 @@ X86 = ("x86_64", "amd64", "i686", "x86")
 # OpenVINO embeds only where it beats onnxruntime by this much: its vectors fix an index's identity,
 # and onnxruntime starts faster, so a near tie goes to onnxruntime
 OPENVINO_MIN_SPEEDUP = 1.1
+UNTIMED = "an x86 CPU with OpenVINO installed, not yet timed here"  # the reason that sends the Embedder to probe
 # onnxruntime builds that bring an accelerator: with one of them installed, onnxruntime leads
 ACCELERATED_ONNXRUNTIME = ("onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino", "onnxruntime-qnn")
 
@@ -69,6 +71,7 @@ def accelerated_onnxruntime() -> str | None:
     return None
 
 
+@functools.cache
 def onnxruntime_version() -> str:
     """The installed onnxruntime build's version, read without importing it."""
     for name in ("onnxruntime", *ACCELERATED_ONNXRUNTIME):
@@ -107,7 +110,7 @@ def choose_engine(manifest: dict, requested: str | None, machine: str, system: s
         return ONNXRUNTIME, "OpenVINO failed its probe here (provider-checks.json in the cache dir says why)"
     speedup = None if verdict is None else verdict.get("speedup")
     if speedup is None:
-        return OPENVINO, "an x86 CPU with OpenVINO installed, not yet timed here"
+        return OPENVINO, UNTIMED
     if speedup < OPENVINO_MIN_SPEEDUP:
         return ONNXRUNTIME, f"onnxruntime is faster here: OpenVINO measured {speedup:.2f}x its speed"
     return OPENVINO, f"measured {speedup:.2f}x onnxruntime's speed here"
