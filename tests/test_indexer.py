@@ -55,6 +55,22 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
     assert lines.index(reading[-1]) < lines.index(meaning[0])
 
 
+def test_small_files_before_a_long_one_do_not_extrapolate_an_eta(tmp_path: Path, embedder: Embedder) -> None:
+    """Small files cost per file, not per byte: read before a long one, they told "ETA 160h"."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (root / name).write_text("短いメモ。\n", encoding="utf-8")
+    (root / "z-long.txt").write_text("長い文書の一行です。\n" * 60_000, encoding="utf-8")
+    stream = io.StringIO()
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
+    reading = [line for line in stream.getvalue().splitlines() if line.startswith("reading ")]
+    before_long = [line for line in reading if line.startswith(("reading 1/3 ", "reading 2/3 "))]
+    assert before_long and all(line.endswith("ETA estimating") for line in before_long), reading
+    assert reading[-1].startswith("reading 3/3 files") and "ETA estimating" not in reading[-1]
+
+
 def test_a_malformed_file_is_skipped_and_the_run_goes_on(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "notes"
     root.mkdir()

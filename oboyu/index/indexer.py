@@ -44,6 +44,9 @@ EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, 
 KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
 KEYWORD_COMMIT_SECONDS = 2.0  # ... or fewer, when this long has passed since the last write
 QUEUE_FILES = 64
+# the reading pass's ETA is extrapolated from bytes read once this share of them is: before, a few
+# small files in front of a long one gave "ETA 160h" (their cost is per file, not per byte)
+ETA_GROUNDED_SHARE = 0.01
 # runs this large tokenize with the fast tokenizer, whose load (0.5 s, ~290 MB) a few files do not repay
 BULK_TOKENIZER_FILES, BULK_TOKENIZER_PASSAGES = 100, 500
 
@@ -290,7 +293,8 @@ class Indexer:
         def report() -> None:
             elapsed = time.perf_counter() - started
             rate = chunks_read / elapsed if elapsed > 0 else 0.0
-            eta = elapsed * (total_bytes - done_bytes) / done_bytes if done_bytes else 0.0
+            grounded = done_bytes >= ETA_GROUNDED_SHARE * total_bytes
+            eta = elapsed * (total_bytes - done_bytes) / done_bytes if grounded and done_bytes else None
             self._report(IndexProgress(done_files, len(todo), chunks_read, rate, eta))
 
         try:
@@ -352,7 +356,7 @@ class Indexer:
         def report() -> None:
             elapsed = time.perf_counter() - started
             rate = done / elapsed if elapsed > 0 else 0.0
-            eta = (len(waiting) - done) / rate if rate > 0 else 0.0
+            eta = (len(waiting) - done) / rate if rate > 0 else None
             self._report(IndexProgress(0, 0, done, rate, eta, phase="meaning",
                                        vectors_done=embedded_before + done, vectors_total=total))
 

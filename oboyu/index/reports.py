@@ -42,7 +42,7 @@ class IndexProgress:
     files_total: int
     chunks: int  # read (keywords), embedded (meaning) so far in this pass
     rate: float  # chunks per second
-    eta: float  # seconds
+    eta: float | None  # seconds; None while too little is done to tell
     phase: str = "keywords"
     vectors_done: int = 0  # the index's chunks with their vector (meaning)
     vectors_total: int = 0
@@ -58,12 +58,15 @@ class IndexProgress:
         if self.phase == "meaning":
             return (
                 f"meaning: {meaning_share(self.vectors_done, self.vectors_total)} of passages "
-                f"({self.vectors_done:,}/{self.vectors_total:,}) · {self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+                f"({self.vectors_done:,}/{self.vectors_total:,}) · {self.rate:.1f} chunks/s · {self._eta()}"
             )
         return (
             f"reading {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
-            f"{self.rate:.1f} chunks/s · ETA {format_duration(self.eta)}"
+            f"{self.rate:.1f} chunks/s · {self._eta()}"
         )
+
+    def _eta(self) -> str:
+        return "ETA estimating" if self.eta is None else f"ETA {format_duration(self.eta)}"
 
 
 def meaning_share(done: int, total: int) -> str:
