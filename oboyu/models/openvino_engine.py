@@ -128,18 +128,20 @@ def choose_engine_here(manifest: dict, requested: str | None = None) -> tuple[st
 
 class ProbeVerdicts:
     """OpenVINO's probe verdicts for one model, kept with the accelerators' (provider-checks.json
-    in the cache dir), per OpenVINO and onnxruntime version and padding: whether its vectors
-    are right here, and its speed against onnxruntime's (`speedup`)."""
+    in the cache dir), per OpenVINO and onnxruntime version, padding and CPU (a cache dir on a
+    network home is shared by machines whose CPUs choose differently): whether its vectors are
+    right here, and its speed against onnxruntime's (`speedup`)."""
 
     def __init__(self, manifest: dict):
         from oboyu.models.manifest import ModelInfo
-        from oboyu.models.providers import Verdicts
+        from oboyu.models.providers import Verdicts, cpu_description
         from oboyu.paths import cache_dir
 
         self.store = Verdicts(cache_dir() / "provider-checks.json")
         model_id = ModelInfo.from_manifest(manifest, OPENVINO).model_id
+        cpu, features = cpu_description()
         self.key = (f"{model_id} openvino-{metadata.version('openvino')} onnxruntime-{onnxruntime_version()} "
-                    f"pad{OpenVinoSession.pad_multiple} streams")
+                    f"pad{OpenVinoSession.pad_multiple} streams on {cpu} ({', '.join(features)})")
 
     def get(self) -> dict | None:
         return self.store.get(self.key)
