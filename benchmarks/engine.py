@@ -440,7 +440,9 @@ def report(r: dict, args) -> str:
     lines = [
         "# Embedding engine benchmarks",
         "",
-        f"Machine: {r['machine']}. Command: `python benchmarks/engine.py --docs {args.docs} --rounds {args.rounds}` "
+        f"Machine: {r['machine']}. Command: `{'python benchmarks/avx2_only.py ' if os.environ.get(AVX512_HIDDEN) else ''}"
+        f"python benchmarks/engine.py --docs {args.docs} --rounds {args.rounds} --min-chunks {args.min_chunks} "
+        f"--queries {args.queries}` "
         f"({r['seconds'] / 60:.0f} min). Medians of {args.rounds} rounds unless a single run is named.",
         "",
         f"Corpus: the first {r['docs']} documents of manpages-ja, one file each ({r['corpus_mb']:.1f} MB, "

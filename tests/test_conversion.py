@@ -181,7 +181,9 @@ def test_the_real_bundled_e5_weights_through_the_pipeline(tmp_path):
     manifest = convert(str(folder), options=Options(eval_set=eval_set), root=tmp_path / "models")
     assert manifest["tokenizer_check"]["mismatched"] == 0
     assert manifest["export"]["against_pytorch"]["mean_cosine"] >= 0.9999
-    assert manifest["optimization"]["fusions"] == {"Attention": 12, "SkipLayerNormalization": 24, "BiasGelu": 12}
+    # the residual's Add and LayerNorm are left apart (SkipLayerNormalization was the slower on the CPU)
+    assert manifest["optimization"]["fusions"] == {"Attention": 12, "BiasGelu": 12}
+    assert manifest["optimization"]["operators_after"]["LayerNormalization"] == 25
     # INT8 against fp32: how close depends on the CPU's INT8 kernels (top-1 agreement on the probe
     # set was 0.7 with AVX-512 VNNI, above 0.8 with AVX2), so only what the gate promises is checked
     assert manifest["validation"]["mean_cosine"] >= Options().min_cosine

@@ -168,3 +168,48 @@ def test_an_unavailable_provider_is_a_one_line_error(oboyu_env: dict[str, str]) 
     assert result.returncode != 0
     assert result.stderr.strip().startswith("oboyu: error: provider coreml is not available")
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def residual_norm_graph() -> bytes:
+    """A residual's Add and LayerNormalization on (batch, sequence, hidden): the shapes onnxruntime
+    fuses into SkipLayerNormalization."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    hidden = 8
+    nodes = [helper.make_node("Add", ["x", "residual"], ["sum"]),
+             helper.make_node("LayerNormalization", ["sum", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-12)]
+    value = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", "sequence", hidden]) for name in ("x", "residual", "y")]
+    weights = [numpy_helper.from_array(np.linspace(0.5, 1.5, hidden, dtype=np.float32), "gamma"),
+               numpy_helper.from_array(np.linspace(-0.1, 0.1, hidden, dtype=np.float32), "beta")]
+    model = helper.make_model(helper.make_graph(nodes, "residual", value[:2], value[2:], weights),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_cpu_sessions_keep_a_residuals_add_and_layer_norm_apart(tmp_path: Path, model_dir: Path, monkeypatch) -> None:
+    """onnxruntime's SkipLayerNormalization ran 7x slower on the CPU than the two operators it
+    fuses: oboyu's CPU sessions leave them apart, accelerators keep the fusion."""
+    import onnx
+    import onnxruntime as ort
+
+    from oboyu.models.providers import cpu_session_options, disabled_optimizers
+
+    feeds = {"x": np.random.default_rng(0).normal(size=(2, 3, 8)).astype(np.float32)}
+    feeds["residual"] = feeds["x"][::-1].copy()
+    outputs = {}
+    for provider in (CPU, CUDA):
+        options = cpu_session_options()
+        options.optimized_model_filepath = str(tmp_path / f"{provider}.onnx")
+        session = ort.InferenceSession(residual_norm_graph(), options, providers=[CPU],
+                                       disabled_optimizers=disabled_optimizers(provider))
+        ops = {node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node}
+        assert ("SkipLayerNormalization" in ops) == (provider == CUDA), ops
+        outputs[provider] = session.run(None, feeds)[0]
+    assert np.allclose(outputs[CPU], outputs[CUDA], atol=1e-5)
+
+    made: list[dict] = []
+    real = ort.InferenceSession
+    monkeypatch.setattr(ort, "InferenceSession", lambda *args, **kwargs: made.append(kwargs) or real(*args, **kwargs))
+    Embedder(model_dir, engine=ONNXRUNTIME).load()
+    assert made and made[-1]["disabled_optimizers"] == disabled_optimizers(CPU)

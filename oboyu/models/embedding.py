@@ -28,6 +28,7 @@ from oboyu.models.providers import (
     Verdicts,
     choose_here,
     cpu_session_options,
+    disabled_optimizers,
     physical_cores,
     session_providers,
 )
@@ -164,7 +165,8 @@ class Embedder:
         fp16 = self.manifest.get("variants", {}).get("fp16")
         if provider in GPU_PROVIDERS and fp16 is not None:
             model_file = self.model_dir / fp16["file"]
-        return ort.InferenceSession(str(model_file), options, providers=session_providers(provider))
+        return ort.InferenceSession(str(model_file), options, providers=session_providers(provider),
+                                    disabled_optimizers=disabled_optimizers(provider))
 
     def _openvino_session(self) -> OpenVinoSession:
         """OpenVINO's compiled model, once it has proven itself here (`openvino_problem`)."""

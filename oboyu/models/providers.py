@@ -84,6 +84,17 @@ def session_providers(provider: str) -> list:
     return [provider, CPU]
 
 
+# onnxruntime fuses a residual's Add and LayerNormalization into SkipLayerNormalization where it
+# knows the shapes; its CPU kernel ran 7x slower than the two (benchmarks/README.md), so on the CPU
+# the fusion is off: a converted model 1.13x faster, the default model's graph kept as built.
+CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
+
+
+def disabled_optimizers(provider: str) -> list[str]:
+    """onnxruntime's graph optimizations left out for sessions on `provider`."""
+    return list(CPU_DISABLED_OPTIMIZERS) if provider == CPU else []
+
+
 def cpu_session_options(threads: int | None = None):
     """onnxruntime session options for every model oboyu runs: all graph optimizations, one
     intra-op thread a physical core, threads that spin between operators (the fastest inference

@@ -13,7 +13,7 @@ import numpy as np
 
 from oboyu.models.embedding import pad_token_id, prepare
 from oboyu.models.manifest import MODEL_FILE, TOKENIZER_FILE, read_manifest
-from oboyu.models.providers import CPU, cpu_session_options
+from oboyu.models.providers import CPU, cpu_session_options, disabled_optimizers
 
 RERANK_TOKEN_BUDGET = 4096  # padded tokens a batch
 RERANK_MAX_TOKENS = 512  # a pair is cut to this (the passage loses its end), whatever the model allows
@@ -39,7 +39,8 @@ class Reranker:
     def session(self):
         import onnxruntime as ort
 
-        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), cpu_session_options(), providers=[CPU])
+        return ort.InferenceSession(str(self.model_dir / MODEL_FILE), cpu_session_options(), providers=[CPU],
+                                    disabled_optimizers=disabled_optimizers(CPU))
 
     @cached_property
     def pad_id(self) -> int:
