@@ -187,3 +187,13 @@ def test_the_first_result_does_not_depend_on_how_many_are_asked(tmp_path: Path, 
             ten = search(store, embedder, query, 10)
             assert [r.fused for r in ten] == sorted((r.fused for r in ten), reverse=True)  # the order shown is the score's
             assert search(store, embedder, query, 1)[0].path == ten[0].path, query
+
+
+def test_a_build_of_the_default_model_with_another_fingerprint_uses_its_table(embedder) -> None:
+    """The default model's calibrated scales come from fp32 inference, whose last bits differ
+    between CPUs: a build on another CPU class has another fingerprint, and keeps the fitted table."""
+    name = embedder.info.model_id.split("@")[0]
+    for mode in ("hybrid", "vector", "keyword"):
+        assert model_for(f"{name}@000000000000", mode) == model_for(embedder.info.model_id, mode)
+        assert model_for(f"{name}@000000000000+openvino", mode) == model_for(embedder.info.model_id, mode)
+    assert model_for("someone/another-model@000000000000", "hybrid").threshold == 0.0  # no table: nothing called weak
