@@ -14,7 +14,9 @@ which runs the real CPUID, clears the AVX-512, AVX-VNNI and AMX bits and steps o
 (ATen, oneDNN, MKL) and NumPy are capped by their own switches. The command also gets a cache
 dir of its own (the built models shared), so engine verdicts and compiled kernels of the full CPU
 are not reused. The cores, clocks and caches stay this machine's: an estimate of the class, not a
-measurement of another CPU. Needs gcc, objdump and readelf (Linux x86-64).
+measurement of another CPU. Needs gcc, objdump and readelf (Linux x86-64). Ray cannot run
+under it: its workers and drivers take SIGILL for their crash reports, so a masked CPUID kills
+them (`pytest --ignore=tests/test_cluster.py` runs the rest of the suite this way).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from importlib import metadata, util
 from pathlib import Path
 
@@ -43,8 +46,21 @@ MARKER = "OBOYU_BENCH_AVX512_HIDDEN"  # set for the command: engine.py names its
 SITECUSTOMIZE = """\
 # Written by benchmarks/avx2_only.py: hide AVX-512, AVX-VNNI and AMX from patched libraries.
 import ctypes
-if ctypes.CDLL({handler!r}).avx2_only_install() != 0:
+import faulthandler
+
+_handler = ctypes.CDLL({handler!r})
+if _handler.avx2_only_install() != 0:
     raise SystemExit("benchmarks/avx2_only.py: could not install the CPUID handler")
+_enable = faulthandler.enable
+
+
+def _enable_and_keep_cpuid(*args, **kwargs):
+    # faulthandler takes SIGILL as well (pytest and Ray workers enable it): CPUID's stand-in needs it back
+    _enable(*args, **kwargs)
+    _handler.avx2_only_install()
+
+
+faulthandler.enable = _enable_and_keep_cpuid
 """
 
 
@@ -84,20 +100,24 @@ def prepared_root() -> Path:
     root = user_cache() / "oboyu-bench" / f"avx2-only-{digest}"
     if (root / "site" / "sitecustomize.py").exists():
         return root
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "site").mkdir(parents=True)
-    handler = root / "avx2_only.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(handler), str(HANDLER_SOURCE)], check=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))  # renamed when whole
+    handler = root / "avx2_only.so"  # the path it will have
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(building / handler.name), str(HANDLER_SOURCE)], check=True)
     for name in PATCHED_PACKAGES:
         source = Path(util.find_spec(name).origin).parent
-        target = root / "site" / name
+        target = building / "site" / name
         shutil.copytree(source, target, symlinks=True)
         for library in sorted(target.rglob("*.so*")):
             if library.is_file() and not library.is_symlink():
                 patched = patch_cpuid(library)
                 if patched:
-                    print(f"avx2_only: {library.relative_to(root / 'site')}: {patched} CPUID patched", file=sys.stderr)
-    (root / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE.format(handler=str(handler)))
+                    print(f"avx2_only: {library.relative_to(building / 'site')}: {patched} CPUID patched", file=sys.stderr)
+    (building / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE.format(handler=str(handler)))
+    try:
+        building.rename(root)
+    except OSError:  # another process finished first: use its copy
+        shutil.rmtree(building, ignore_errors=True)
     return root
 
 
