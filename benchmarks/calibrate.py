@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from keyword_style import eval_index
 
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
@@ -37,7 +38,7 @@ from oboyu.models.manifest import split_engine
 from oboyu.progress import ProgressLine
 from oboyu.search import confidence
 from oboyu.search.confidence import FEATURES, Evidence, Model
-from oboyu.search.evaluate import Query, doc_file_name, doc_id_of, index_corpus, read_jsonl, read_queries, write_corpus
+from oboyu.search.evaluate import Query, doc_file_name, doc_id_of, index_corpus, read_jsonl, read_queries
 from oboyu.search.query import MODES, search
 from oboyu.search.resident import ResidentIndex
 
@@ -72,12 +73,7 @@ class Example:
 
 
 def open_set(name: str, db_dir: Path, embedder) -> Store:
-    db = db_dir / f"eval-{name}.duckdb"
-    if not db.exists():
-        with tempfile.TemporaryDirectory() as folder, Store(db) as store:
-            write_corpus(DEV / name / "docs.jsonl.gz", Path(folder) / "docs")
-            index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
-    return Store(db, read_only=True)
+    return Store(eval_index(name, db_dir, embedder), read_only=True)
 
 
 def absent_queries(name: str) -> list[Query]:
