@@ -1,9 +1,9 @@
 """The library's front door: how the command line, the app and the MCP server open an index to
 search or to update it, so that each front end is only about its own screen or protocol.
 
-    embedder = open_embedder(db)                  # the index's own model (the default for a new one)
-    open_indexer(db, embedder).index([folder])    # the embedding cache, the file opened per write
-    live = open_live(db, embedder)                # searches from memory, reloaded as the file changes
+    embedder = open_embedder(db)                             # the index's own model (the default for a new one)
+    open_indexer(IndexFile(db), embedder).index([folder])  # the embedding cache, the file opened per write
+    live = open_live(db, embedder)                           # searches from memory, reloaded as the file changes
     live.search("会議の議事録", k=5)
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, OnProgress, Workers, WritableIndex
+from oboyu.index.indexer import Indexer, IndexFile, OnProgress, Workers, WritableIndex
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder, load_reranker
@@ -25,7 +25,7 @@ from oboyu.search.live import LiveIndex
 if TYPE_CHECKING:
     from oboyu.index.cluster import Cluster
 
-__all__ = ["index_model", "open_cluster", "open_embedder", "open_indexer", "open_live", "open_reading"]
+__all__ = ["IndexFile", "index_model", "open_cluster", "open_embedder", "open_indexer", "open_live", "open_reading"]
 
 READ_WAIT_SECONDS = 15.0  # an indexer holds the file for one batch's write at a time
 
@@ -51,13 +51,13 @@ def open_embedder(db: Path, model: str | None = None, progress: ProgressLine | N
     return load_embedder(index_model(db, on_wait), model, progress, on_build_step, notify)
 
 
-def open_indexer(index: Path | WritableIndex, embedder: Embedder, progress: ProgressLine | OnProgress | None = None,
-                 stop: threading.Event | None = None, full: bool = False, follow_symlinks: bool = False,
-                 workers: Workers | None = None) -> Indexer:
+def open_indexer(index: WritableIndex, embedder: Embedder, *, progress: ProgressLine | None = None,
+                 on_progress: OnProgress | None = None, stop: threading.Event | None = None, full: bool = False,
+                 follow_symlinks: bool = False, workers: Workers | None = None) -> Indexer:
     """An Indexer as every front end wants it: vectors kept in and taken from the embedding
     cache, the index file opened only for each batch's write; `workers` (a Ray cluster's,
     `open_cluster`) prepare and embed."""
-    return Indexer(index, embedder, progress, follow_symlinks=follow_symlinks, stop=stop,
+    return Indexer(index, embedder, progress=progress, on_progress=on_progress, follow_symlinks=follow_symlinks, stop=stop,
                    cache=EmbeddingCache.default(), full=full, workers=workers)
 
 

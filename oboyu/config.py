@@ -19,18 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oboyu.errors import OboyuError
+from oboyu.modes import MODE_NAMES, Mode
 from oboyu.paths import config_file
 
-MODES = ("hybrid", "vector", "keyword")
 READERS = ("markdown", "text", "rst", "html", "code")
-DEFAULT_MODE, DEFAULT_K = "hybrid", 10
+DEFAULT_MODE, DEFAULT_K = Mode.HYBRID, 10
 
 
 @dataclass(frozen=True)
 class Settings:
     exclude: tuple[str, ...] = ()
     file_types: dict[str, str] = field(default_factory=dict)  # ".ext" -> reader
-    mode: str = DEFAULT_MODE
+    mode: Mode = DEFAULT_MODE
     k: int = DEFAULT_K
     path: Path | None = None  # the file read, None when there is none
     given: frozenset[str] = frozenset()  # the settings the file gave
@@ -81,10 +81,10 @@ def _parse(data: dict, path: Path) -> Settings:
     if not isinstance(query, dict):
         raise bad("query", "a table with mode and k")
     mode, k = query.get("mode", DEFAULT_MODE), query.get("k", DEFAULT_K)
-    if mode not in MODES:
-        raise bad("query.mode", f"one of {', '.join(MODES)}")
+    if mode not in MODE_NAMES:
+        raise bad("query.mode", f"one of {', '.join(MODE_NAMES)}")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
         raise bad("query.k", "a whole number from 1 to 1000")
     given.update(key for key in ("exclude", "file_types") if key in data)
     given.update(f"query.{key}" for key in ("mode", "k") if key in query)
-    return Settings(tuple(exclude), types, mode, k, path, frozenset(given))
+    return Settings(tuple(exclude), types, Mode(mode), k, path, frozenset(given))

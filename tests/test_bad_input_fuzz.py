@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pdfs import make_pdf  # tests/pdfs.py
 
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 
@@ -121,18 +121,18 @@ def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, 
             db.symlink_to(tmp / "real" / "index.duckdb")
             first_path = tmp / "real" / "index.duckdb"
         cache = make_cache(tmp, cache_state)
-        first = Indexer(db, embedder, max_bytes=MAX_BYTES, follow_symlinks=follow, cache=cache).index([root])
+        first = Indexer(IndexFile(db), embedder, max_bytes=MAX_BYTES, follow_symlinks=follow, cache=cache).index([root])
         assert all(s.reason for s in first.skipped)
         assert all("\x1b" not in s.reason for s in first.skipped)
         with Store(db, read_only=True) as store:
             assert store.integrity_problems() == []
             indexed = {row[0] for row in store.con.execute("SELECT path FROM documents").fetchall()}
-        again = Indexer(first_path, embedder, max_bytes=MAX_BYTES, cache=cache).update()
+        again = Indexer(IndexFile(first_path), embedder, max_bytes=MAX_BYTES, cache=cache).update()
         assert (again.added, again.changed, again.removed, again.renamed) == (0, 0, 0, 0)
         doomed = sorted(indexed)[::delete_every]
         for path in doomed:
             os.unlink(path)
-        after = Indexer(db, embedder, max_bytes=MAX_BYTES).update()
+        after = Indexer(IndexFile(db), embedder, max_bytes=MAX_BYTES).update()
         assert after.removed == len(doomed)
         with Store(db, read_only=True) as store:
             assert store.integrity_problems() == []

@@ -27,7 +27,7 @@ import oboyu.index.indexer as indexer_module
 from oboyu.errors import OboyuError
 from oboyu.index.cluster import Cluster
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
@@ -92,7 +92,7 @@ def two_nodes(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iter
 
 
 def _single_process_index(db: Path, embedder: Embedder, tree: Path) -> dict:
-    Indexer(db, embedder).index([tree])
+    Indexer(IndexFile(db), embedder).index([tree])
     return snapshot(db)
 
 
@@ -174,7 +174,7 @@ def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Pat
                 os.kill(before[0][1], signal.SIGKILL)
 
         db = tmp_path / "cluster.duckdb"
-        stats = Indexer(db, embedder, on_progress, cache=EmbeddingCache(tmp_path / "cache.sqlite3"),
+        stats = Indexer(IndexFile(db), embedder, on_progress=on_progress, cache=EmbeddingCache(tmp_path / "cache.sqlite3"),
                         workers=cluster).index([tree])
         after = dict(enumerate(cluster.worker_processes()))
     assert len(killed) == 2 and stats.added == 40 and not stats.stopped
@@ -248,6 +248,6 @@ def test_workers_refuse_a_model_whose_files_differ_from_its_manifest(tmp_path: P
     tree = tmp_path / "tree"
     make_tree(tree, random.Random(16), 3)
     with Cluster("local", Embedder(changed)) as cluster, pytest.raises(OboyuError) as refused:
-        Indexer(tmp_path / "index.duckdb", cluster.embedder, workers=cluster).index([tree])
+        Indexer(IndexFile(tmp_path / "index.duckdb"), cluster.embedder, workers=cluster).index([tree])
     assert "a worker cannot index: the model intfloat/multilingual-e5-small@" in str(refused.value)
     assert "arrived damaged" in str(refused.value)

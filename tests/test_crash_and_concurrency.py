@@ -21,11 +21,12 @@ import pytest
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.search.query import search
+from oboyu.search.rankers import SqlRanker
 
 KILLS = 20
 WORDS = ["議事録", "予算", "会議", "確定申告", "領収書", "バックアップ", "復元", "データベース", "玉ねぎ", "味噌", "旅行", "新幹線", "backup", "restore", "database", "meeting", "budget", "travel", "kernel", "network", "schedule", "invoice"]
@@ -129,7 +130,7 @@ def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embe
         with Store(db, read_only=True) as store:  # opens, is consistent, answers
             # killed between its keyword and meaning passes, a run leaves chunks waiting for vectors
             assert store.integrity_problems(vectors_made=False) == [], f"round {round_}, killed after {delay:.2f}s"
-            search(store, embedder, "バックアップの復元", k=5)
+            search(SqlRanker(store), embedder, "バックアップの復元", k=5)
             generations.append(store.get_meta("generation"))
         with IndexLock(db):  # the killed process left no lock behind
             pass
@@ -142,7 +143,7 @@ def test_sigkill_at_random_moments_never_corrupts_the_index(tmp_path: Path, embe
         assert store.integrity_problems() == []
     fresh = tmp_path / "fresh.duckdb"
     cache = EmbeddingCache(Path(env["OBOYU_EMBEDDING_CACHE"]))
-    Indexer(fresh, embedder, cache=cache).index([tree])
+    Indexer(IndexFile(fresh), embedder, cache=cache).index([tree])
     assert_same_index(snapshot(db), snapshot(fresh))
     print(f"{killed} killed, {finished} finished before the kill; {wrote} of {len(generations) - 1} rounds wrote")
 
@@ -154,7 +155,7 @@ def test_queries_from_another_process_answer_while_indexing(tmp_path: Path, embe
     make_tree(small, rng, 2)
     make_tree(big, rng, 60)
     env = run_env(oboyu_env, tmp_path)
-    Indexer(Path(env["OBOYU_DB"]), embedder).index([small])
+    Indexer(IndexFile(Path(env["OBOYU_DB"])), embedder).index([small])
     indexer = start_index(env, str(big), "-q")
     answers = []
     try:
@@ -203,7 +204,7 @@ def watching(env: dict, folder: Path) -> Iterator[list[str]]:
 def paths_found(db: Path, embedder: Embedder, query: str) -> set[str]:
     try:
         with open_for_reading(db, wait_seconds=2) as store:
-            return {r.path for r in search(store, embedder, query, k=20, mode="keyword")}
+            return {r.path for r in search(SqlRanker(store), embedder, query, k=20, mode="keyword")}
     except IndexBusyError:
         return set()
 

@@ -1,6 +1,8 @@
 from pathlib import Path
 
-from oboyu.documents.extract import extract, file_type_for, split_lines
+from oboyu.documents.extract import extract
+from oboyu.documents.extracted import split_lines
+from oboyu.documents.filetypes import file_type_for
 
 MARKDOWN = """---
 title: "会議メモ"

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oboyu.documents.extract import extract_file, file_type_for, unsupported_reason
+from oboyu.documents.extract import extract_file
+from oboyu.documents.filetypes import file_type_for, unsupported_reason
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 
@@ -122,7 +123,7 @@ def test_rtf_json_notebook_org_and_extensionless_text() -> None:
 
 def test_broken_encrypted_bomb_and_old_binary_files_say_why() -> None:
     def reason(data: bytes, name: str) -> str:
-        from oboyu.documents.extract import Unextractable
+        from oboyu.documents.extracted import Unextractable
 
         with pytest.raises(Unextractable) as caught:
             extract_file(data, file_type_for(Path(name)) or "", name)
@@ -179,7 +180,7 @@ SAMPLES = real_samples()
 def test_a_damaged_file_of_any_format_is_unextractable_with_a_reason_never_a_crash(kind: str, cut: float, flips) -> None:
     """Truncated or bit-flipped real files (a broken download, a bad sector): the reader returns
     text or says why it cannot, and raises nothing else."""
-    from oboyu.documents.extract import Unextractable
+    from oboyu.documents.extracted import Unextractable
 
     data = bytearray(SAMPLES[kind])
     for where, value in flips:
@@ -273,7 +274,7 @@ def test_a_folder_of_every_format_is_indexed_and_each_file_found_by_a_question(t
 
 
 def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, embedder) -> None:
-    from oboyu.index.indexer import Indexer
+    from oboyu.index.indexer import Indexer, IndexFile
     from oboyu.mcp.server import OboyuTools
 
     folder = tmp_path / "docs"
@@ -281,7 +282,7 @@ def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, e
     manual = folder / "手順書.pdf"
     manual.write_bytes(make.pdf_bytes_japanese(["複合機の使い方", "両面印刷は設定画面で選ぶ。\nトナー交換は総務に連絡する。"]))
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([folder])
+    Indexer(IndexFile(db), embedder).index([folder])
     tools = OboyuTools(db, embedder)
     hit = tools.search("トナー交換の連絡先", "hybrid", 1, None, None, None)["results"][0]
     assert hit["location"] == "pp. 1-2"  # one passage over both short pages
@@ -300,7 +301,7 @@ def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(t
     import os
     import sys
 
-    from oboyu.index.indexer import Indexer
+    from oboyu.index.indexer import Indexer, IndexFile
     from oboyu.tui.app import OboyuApp
     from oboyu.tui.widgets import Preview
 
@@ -311,7 +312,7 @@ def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(t
     deck = folder / "企画.pptx"
     deck.write_bytes(make.pptx_bytes([("表紙", "二〇二六年度の社内改善計画について、各部署から集めた提案をまとめた資料です。", ""), ("社員食堂の改善", "メニューに野菜中心の定食を加え、来月からは季節の果物も選べるようにする。", "")]))
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([folder])
+    Indexer(IndexFile(db), embedder).index([folder])
     # a stand-in for xdg-open / open that records what it was asked to open
     bin_dir, opened = tmp_path / "bin", tmp_path / "opened.txt"
     bin_dir.mkdir()

@@ -4,7 +4,7 @@ import io
 import os
 from pathlib import Path
 
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.progress import ProgressLine
@@ -45,7 +45,7 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
         (root / f"{i}.txt").write_text(f"メモ{i}。内容はそれぞれ違う。\n", encoding="utf-8")
     stream = io.StringIO()
     with Store(tmp_path / "index.duckdb") as store:
-        Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
+        Indexer(store, embedder, progress=ProgressLine(stream, interval=0)).index([root])
     lines = stream.getvalue().strip().splitlines()
     reading = [line for line in lines if line.startswith("reading ")]
     assert reading[-1].startswith("reading 3/3 files · 3 chunks · ") and "chunks/s" in reading[-1] and "ETA" in reading[-1]
@@ -64,7 +64,7 @@ def test_small_files_before_a_long_one_do_not_extrapolate_an_eta(tmp_path: Path,
     (root / "z-long.txt").write_text("長い文書の一行です。\n" * 60_000, encoding="utf-8")
     stream = io.StringIO()
     with Store(tmp_path / "index.duckdb") as store:
-        Indexer(store, embedder, ProgressLine(stream, interval=0)).index([root])
+        Indexer(store, embedder, progress=ProgressLine(stream, interval=0)).index([root])
     reading = [line for line in stream.getvalue().splitlines() if line.startswith("reading ")]
     before_long = [line for line in reading if line.startswith(("reading 1/3 ", "reading 2/3 "))]
     assert before_long and all(line.endswith("ETA estimating") for line in before_long), reading
@@ -110,6 +110,6 @@ def test_a_large_run_tokenizes_fast_and_lets_the_fast_tokenizer_go(tmp_path: Pat
         (tmp_path / "notes" / f"{i}.md").write_text(f"# メモ {i}\n\n会議の議事録をまとめる。\n", encoding="utf-8")
     embedder = Embedder(model_dir)
     seen: list[bool] = []
-    Indexer(tmp_path / "index.duckdb", embedder, lambda step: seen.append(embedder._bulk is not None)).index([tmp_path / "notes"])
+    Indexer(IndexFile(tmp_path / "index.duckdb"), embedder, on_progress=lambda step: seen.append(embedder._bulk is not None)).index([tmp_path / "notes"])
     assert any(seen), "the run tokenized with the fast tokenizer"
     assert embedder._bulk is None and "bulk_tokenizer" not in embedder.__dict__

@@ -6,6 +6,7 @@ from what a real `oboyu query` loads."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import json
 import subprocess
 import sys
@@ -23,7 +24,7 @@ ALLOWED = {
     "search": {"search", "index", "documents", "models"},
     "api": {"index", "documents", "models", "search"},
 }
-TOP_LEVEL = {"errors", "paths", "progress", "config", "text", "__init__", "__version__"}
+TOP_LEVEL = {"errors", "paths", "progress", "config", "modes", "text", "__init__", "__version__"}
 
 
 def _part(module: str) -> str:
@@ -77,6 +78,22 @@ def test_subpackages_say_what_lives_there_and_export_their_names() -> None:
         if init.parent.name != "convert":  # the pipeline's steps are modules, run by convert()
             exported = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
             assert ast.literal_eval(exported.value), init
+
+
+def _module_name(path: Path) -> str:
+    parts = ("oboyu", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycle_inside_the_package() -> None:
+    """No module imports, even lazily, one that imports it back (a circle hides which one builds on
+    which); an import of a package's `__init__` counts as an import of that package."""
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        raise AssertionError("import cycle: " + " -> ".join(exc.args[1])) from None
 
 
 def test_no_module_is_over_500_lines() -> None:

@@ -17,11 +17,12 @@ import pytest
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.search.query import search
+from oboyu.search.rankers import SqlRanker
 from tests.conftest import run_oboyu
 from tests.test_crash_and_concurrency import assert_same_index, make_tree, run_env, snapshot, start_index
 
@@ -113,7 +114,7 @@ def test_keyword_answers_while_vectors_are_made_and_a_killed_meaning_pass_resume
     assert {r["mode"] for r in json.loads(after.stdout)} == {"hybrid"}
 
     fresh = tmp_path / "fresh.duckdb"
-    Indexer(fresh, embedder, cache=EmbeddingCache(Path(env["OBOYU_EMBEDDING_CACHE"]))).index([tree])
+    Indexer(IndexFile(fresh), embedder, cache=EmbeddingCache(Path(env["OBOYU_EMBEDDING_CACHE"]))).index([tree])
     assert_same_index(snapshot(db), snapshot(fresh))
 
 
@@ -127,7 +128,7 @@ def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finish
     make_tree(tree, random.Random(11), 12)
     db = tmp_path / "index.duckdb"
     steps: list[IndexProgress] = []
-    indexer = Indexer(db, embedder)
+    indexer = Indexer(IndexFile(db), embedder)
 
     def on_progress(step: IndexProgress) -> None:
         steps.append(step)
@@ -143,20 +144,20 @@ def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finish
         assert store.integrity_problems(vectors_made=False) == []
         embedded, total = store.vector_coverage()
         assert embedded == 16 < total
-        modes = {r.mode for r in search(store, embedder, PROBE, k=12)}
+        modes = {r.mode for r in search(SqlRanker(store), embedder, PROBE, k=12)}
         assert modes == {"hybrid", "keyword"}
-        assert {r.path for r in search(store, embedder, PROBE, k=12, mode="keyword")} == {str(p) for p in tree.rglob("*.md")}
+        assert {r.path for r in search(SqlRanker(store), embedder, PROBE, k=12, mode="keyword")} == {str(p) for p in tree.rglob("*.md")}
 
     app_status = asyncio.run(_status_line_of_the_app(db, embedder))
     assert f"meaning: {round(100 * 16 / total)}% of passages" in app_status
 
-    second = Indexer(db, embedder).update()
+    second = Indexer(IndexFile(db), embedder).update()
     assert not second.stopped and second.unchanged == 12 and second.chunks == total - 16
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
-        assert {r.mode for r in search(store, embedder, PROBE, k=12)} == {"hybrid"}
+        assert {r.mode for r in search(SqlRanker(store), embedder, PROBE, k=12)} == {"hybrid"}
     fresh = tmp_path / "fresh.duckdb"
-    Indexer(fresh, embedder).index([tree])
+    Indexer(IndexFile(fresh), embedder).index([tree])
     assert_same_index(snapshot(db), snapshot(fresh))
 
 

@@ -16,11 +16,12 @@ from oboyu.documents.extract import extract_file
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.search.query import search
+from oboyu.search.rankers import SqlRanker
 
 
 def write(path: Path, text: str) -> Path:
@@ -45,22 +46,22 @@ def paths_in(store: Store) -> set[str]:
 def test_roots_are_remembered_named_updated_and_removed(tmp_path: Path, embedder: Embedder, two_roots) -> None:
     notes, recipes = two_roots
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([notes], name="work")
-    Indexer(db, embedder).index([recipes])
+    Indexer(IndexFile(db), embedder).index([notes], name="work")
+    Indexer(IndexFile(db), embedder).index([recipes])
     with Store(db, read_only=True) as store:
         assert [(r.name, r.path) for r in store.roots()] == [("work", str(notes)), ("recipes", str(recipes))]
     (notes / "meeting.md").unlink()
     write(recipes / "soup.md", "# スープ\n\n味噌は火を止めてから溶く。\n")
-    stats = Indexer(db, embedder).update()  # every root, no path given
+    stats = Indexer(IndexFile(db), embedder).update()  # every root, no path given
     assert (stats.added, stats.removed, stats.unchanged) == (1, 1, 2)
-    stats = Indexer(db, embedder).update(["recipes"])  # by name
+    stats = Indexer(IndexFile(db), embedder).update(["recipes"])  # by name
     assert (stats.added, stats.removed, stats.unchanged) == (0, 0, 2)
     with Store(db) as store:
         assert store.remove_root(str(notes)) == 1
         assert paths_in(store) == {str(recipes / "curry.md"), str(recipes / "soup.md")}
         assert store.integrity_problems() == []
     with pytest.raises(OboyuError, match="'work' is not an indexed folder"):
-        Indexer(db, embedder).update(["work"])
+        Indexer(IndexFile(db), embedder).update(["work"])
 
 
 def test_a_folder_inside_a_root_updates_that_part_and_a_parent_absorbs_nested_roots(
@@ -68,13 +69,13 @@ def test_a_folder_inside_a_root_updates_that_part_and_a_parent_absorbs_nested_ro
 ) -> None:
     notes, _ = two_roots
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([notes / "deep"])
-    Indexer(db, embedder).index([notes])  # the parent takes the nested root's files
+    Indexer(IndexFile(db), embedder).index([notes / "deep"])
+    Indexer(IndexFile(db), embedder).index([notes])  # the parent takes the nested root's files
     with Store(db, read_only=True) as store:
         assert [r.path for r in store.roots()] == [str(notes)]
         assert store.integrity_problems() == []
     (notes / "deep" / "tax.md").unlink()
-    stats = Indexer(db, embedder).index([notes / "deep"])  # a part of the root: only it is compared
+    stats = Indexer(IndexFile(db), embedder).index([notes / "deep"])  # a part of the root: only it is compared
     assert (stats.removed, stats.unchanged) == (1, 0)
     with Store(db, read_only=True) as store:
         assert paths_in(store) == {str(notes / "meeting.md")}
@@ -85,9 +86,9 @@ def test_deleting_under_one_root_never_touches_another(tmp_path: Path, embedder:
     write(a / "x.md", "# x\n\n一つ目。\n")
     write(b / "y.md", "# y\n\n二つ目。\n")
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([a, b])
+    Indexer(IndexFile(db), embedder).index([a, b])
     (a / "x.md").unlink()
-    stats = Indexer(db, embedder).index([a])
+    stats = Indexer(IndexFile(db), embedder).index([a])
     assert stats.removed == 1
     with Store(db, read_only=True) as store:
         assert paths_in(store) == {str(b / "y.md")}
@@ -98,12 +99,12 @@ def test_a_rename_moves_rows_without_embedding_and_a_changed_file_replaces_its_c
 ) -> None:
     notes, _ = two_roots
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([notes])
+    Indexer(IndexFile(db), embedder).index([notes])
     with Store(db, read_only=True) as store:
         before = store.con.execute("SELECT c.text, e.vector FROM chunks c JOIN embeddings e ON e.chunk_id = c.id").fetchall()
     (notes / "deep" / "tax.md").rename(notes / "archive-tax.md")
     write(notes / "meeting.md", "# 会議\n\n議事録は当日中に共有する。\n")
-    stats = Indexer(db, embedder).index([notes])
+    stats = Indexer(IndexFile(db), embedder).index([notes])
     assert (stats.renamed, stats.changed, stats.added, stats.removed) == (1, 1, 0, 0)
     assert stats.chunks == 1  # only the changed file's text was embedded
     with Store(db, read_only=True) as store:
@@ -111,7 +112,7 @@ def test_a_rename_moves_rows_without_embedding_and_a_changed_file_replaces_its_c
         assert paths_in(store) == {str(notes / "archive-tax.md"), str(notes / "meeting.md")}
         after = dict(store.con.execute("SELECT c.text, e.vector FROM chunks c JOIN embeddings e ON e.chunk_id = c.id").fetchall())
         texts = [r[0] for r in store.con.execute("SELECT text FROM chunks").fetchall()]
-        results = search(store, embedder, "領収書", k=1, mode="keyword")
+        results = search(SqlRanker(store), embedder, "領収書", k=1, mode="keyword")
     assert after["領収書をまとめておく。"] == dict(before)["領収書をまとめておく。"]  # the same vector, moved
     assert not any("翌日" in t for t in texts)  # the old text of the changed file is gone
     assert results[0].path == str(notes / "archive-tax.md")
@@ -120,12 +121,12 @@ def test_a_rename_moves_rows_without_embedding_and_a_changed_file_replaces_its_c
 def test_a_full_rebuild_reuses_the_embedding_cache(tmp_path: Path, embedder: Embedder, two_roots) -> None:
     notes, _ = two_roots
     db, cache = tmp_path / "index.duckdb", EmbeddingCache(tmp_path / "cache.sqlite3")
-    first = Indexer(db, embedder, cache=cache).index([notes])
+    first = Indexer(IndexFile(db), embedder, cache=cache).index([notes])
     assert (first.chunks, first.reused) == (2, 0)
-    full = Indexer(db, embedder, cache=cache, full=True).update()
+    full = Indexer(IndexFile(db), embedder, cache=cache, full=True).update()
     assert (full.changed, full.unchanged, full.chunks, full.reused) == (0, 2, 0, 2)  # rebuilt, content as it was
     db.unlink()  # the cache outlives the index
-    again = Indexer(db, embedder, cache=cache).index([notes])
+    again = Indexer(IndexFile(db), embedder, cache=cache).index([notes])
     assert (again.added, again.chunks, again.reused) == (2, 0, 2)
     assert cache.stats().vectors == 2
 
@@ -133,7 +134,7 @@ def test_a_full_rebuild_reuses_the_embedding_cache(tmp_path: Path, embedder: Emb
 def test_pending_lists_changes_without_making_them(tmp_path: Path, embedder: Embedder, two_roots, oboyu_env: dict) -> None:
     notes, _ = two_roots
     db = Path(oboyu_env["OBOYU_DB"])
-    Indexer(db, embedder).index([notes])
+    Indexer(IndexFile(db), embedder).index([notes])
     (notes / "deep" / "tax.md").rename(notes / "tax.md")
     write(notes / "new.md", "# 新規\n\n新しいメモ。\n")
     os.utime(notes / "meeting.md", ns=(1, 1))  # touched, not changed
@@ -180,8 +181,8 @@ def test_one_indexer_at_a_time(tmp_path: Path, embedder: Embedder, two_roots) ->
     notes, _ = two_roots
     db = tmp_path / "index.duckdb"
     with IndexLock(db), pytest.raises(IndexBusyError, match=f"another oboyu process \\(pid {os.getpid()}\\) is updating"):
-        Indexer(db, embedder).index([notes])
-    assert Indexer(db, embedder).index([notes]).added == 2
+        Indexer(IndexFile(db), embedder).index([notes])
+    assert Indexer(IndexFile(db), embedder).index([notes]).added == 2
 
 
 def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: Path, embedder: Embedder) -> None:
@@ -194,14 +195,14 @@ def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: P
     (docs / "scan.pdf").write_bytes(make_pdf([[], []]))
     (docs / "broken.pdf").write_bytes(good[: len(good) // 3])
     db = tmp_path / "index.duckdb"
-    stats = Indexer(db, embedder).index([docs])
+    stats = Indexer(IndexFile(db), embedder).index([docs])
     reasons = {s.path.name: s.reason for s in stats.skipped}
     assert reasons["locked.pdf"] == "encrypted PDF (needs a password)"
     assert reasons["scan.pdf"] == "PDF has no text layer (scanned or image-only)"
     assert reasons["broken.pdf"].startswith("cannot read PDF")
     assert stats.added == 1
     with Store(db, read_only=True) as store:
-        results = search(store, embedder, "restore the database", k=1, mode="keyword", group=False)
+        results = search(SqlRanker(store), embedder, "restore the database", k=1, mode="keyword", group=False)
         pages = store.con.execute("SELECT min(page_start), max(page_end) FROM chunks").fetchone()
     assert pages == (1, 2)
     top = results[0]
@@ -222,7 +223,7 @@ def test_a_file_deleted_between_listing_and_reading_is_skipped_with_its_reason(
 
     monkeypatch.setattr(Indexer, "_prepare", vanishing)
     db = tmp_path / "index.duckdb"
-    stats = Indexer(db, embedder).index([notes])
+    stats = Indexer(IndexFile(db), embedder).index([notes])
     assert stats.added == 1
     assert [(s.path.name, s.reason) for s in stats.skipped] == [("meeting.md", "cannot read: No such file or directory")]
     with Store(db, read_only=True) as store:
@@ -244,20 +245,20 @@ def test_a_file_that_cannot_be_indexed_is_remembered_until_it_changes(tmp_path: 
     real_extract = preparing_module.extract_file
     monkeypatch.setattr(preparing_module, "extract_file", lambda data, kind, name: (read.append(name), real_extract(data, kind, name))[1])
 
-    first = Indexer(db, embedder).index([notes])
+    first = Indexer(IndexFile(db), embedder).index([notes])
     assert first.added == 1 and sorted(s.path.name for s in first.skipped) == ["locked.pdf", "noise.txt"]
     read.clear()
-    again = Indexer(db, embedder).update()
+    again = Indexer(IndexFile(db), embedder).update()
     assert read == [] and again.added == 0  # not read again: said as skipped, with the reason
     assert {s.path.name: s.reason for s in again.skipped} == {s.path.name: s.reason for s in first.skipped}
     pending = json.loads(oboyu(oboyu_env, "status", "--pending", "--json").stdout)
     assert pending["added"] == [] and sorted(Path(s["path"]).name for s in pending["skipped"]) == ["locked.pdf", "noise.txt"]
 
-    assert Indexer(db, embedder, full=True).update().added == 0 and {"locked.pdf", "noise.txt"} <= set(read)  # --full tries
+    assert Indexer(IndexFile(db), embedder, full=True).update().added == 0 and {"locked.pdf", "noise.txt"} <= set(read)  # --full tries
     read.clear()
     noise.write_text("いまは読める文字。\n", encoding="utf-8")  # changed: tried, indexed, forgotten
     locked.unlink()  # gone: forgotten
-    fixed = Indexer(db, embedder).update()
+    fixed = Indexer(IndexFile(db), embedder).update()
     assert read == ["noise.txt"] and fixed.added == 1 and fixed.skipped == []
     with Store(db, read_only=True) as store:
         assert store.skipped_under(str(notes)) == {}
@@ -273,19 +274,19 @@ def test_a_warm_reindex_takes_its_cuts_from_the_cache_and_rebuilds_the_same_inde
     write(notes / "long.md", f"# 長いメモ\n\n{long_text}\n")
     write(notes / "short.md", "# 会議\n\n議事録は翌日までに共有する。\n")
     cache = EmbeddingCache(tmp_path / "cache.sqlite3")
-    first = Indexer(tmp_path / "first.duckdb", embedder, cache=cache).index([notes])
+    first = Indexer(IndexFile(tmp_path / "first.duckdb"), embedder, cache=cache).index([notes])
     assert first.added == 2 and first.chunks > 2  # the long note is cut into several chunks
 
     counted: list[int] = []
     count_tokens = embedder.count_tokens
     monkeypatch.setattr(embedder, "count_tokens", lambda texts: counted.append(len(texts)) or count_tokens(texts))
-    indexer = Indexer(tmp_path / "second.duckdb", embedder, cache=cache)
+    indexer = Indexer(IndexFile(tmp_path / "second.duckdb"), embedder, cache=cache)
     second = indexer.index([notes])
     assert (second.chunks, second.reused, counted) == (0, first.chunks, [])
     assert_same_index(snapshot(tmp_path / "first.duckdb"), snapshot(tmp_path / "second.duckdb"))
 
     write(notes / "short.md", "# 会議\n\n議事録は三日以内に共有する。\n")
-    Indexer(tmp_path / "second.duckdb", embedder, cache=cache).update()
+    Indexer(IndexFile(tmp_path / "second.duckdb"), embedder, cache=cache).update()
     assert counted  # the edited note was cut anew
     smaller = ChunkCache(cache, embedder.info.model_id, type(indexer.chunker)(count_tokens, embedder.split_by_tokens, max_tokens=128))
     extracted, _ = extract_file((notes / "long.md").read_bytes(), "markdown", "long.md")

@@ -12,7 +12,7 @@ import pytest
 from conftest import EXAMPLE_NOTES, run_oboyu
 
 from oboyu.documents.keywords import match_spans, term_counts, words
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.search.confidence import FEATURES, model_for
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
@@ -69,7 +69,7 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
 
 def test_a_compound_the_dictionary_does_not_know_is_found_by_its_parts(tmp_path: Path, embedder) -> None:
     from oboyu.index.store import Store
-    from oboyu.search import search
+    from oboyu.search import SqlRanker, search
 
     compound = "ジャーナリングファイルシステムは電源断の後も整合性を保つ。"
     assert "じゃーなりんぐふぁいるしすてむ" in words(compound)  # one unknown word to the dictionary
@@ -80,9 +80,9 @@ def test_a_compound_the_dictionary_does_not_know_is_found_by_its_parts(tmp_path:
     (notes / "fs.md").write_text("# ディスク\n\nファイルシステムを作る前にパーティションを切る。\n", encoding="utf-8")
     (notes / "other.md").write_text("# 料理\n\n玉ねぎを炒めてから煮込む。\n", encoding="utf-8")
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([notes])
+    Indexer(IndexFile(db), embedder).index([notes])
     with Store(db, read_only=True) as store:
-        found = search(store, None, "ファイルシステム", 5, mode="keyword")
+        found = search(SqlRanker(store), None, "ファイルシステム", 5, mode="keyword")
     # the note that holds the words first; the compound by its parts after it, the part marked
     assert [Path(r.path).name for r in found] == ["fs.md", "journal.md"]
     assert [found[1].snippet[a:b] for a, b in found[1].matches] == ["ファイルシステム"]
@@ -122,7 +122,7 @@ def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([EXAMPLE_NOTES])
+    Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
 
     async def run() -> None:
         app = OboyuApp(db, embedder)
@@ -173,7 +173,7 @@ def test_the_first_result_does_not_depend_on_how_many_are_asked(tmp_path: Path, 
     """Confidence reorders hybrid's best files; asked for one result, a person gets the first of ten.
     On the small mixed dev folder, where some queries' first two files come out near level."""
     from oboyu.index.store import Store
-    from oboyu.search import search
+    from oboyu.search import SqlRanker, search
     from oboyu.search.evaluate import read_jsonl, write_corpus
 
     personal = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev" / "personal"
@@ -181,12 +181,12 @@ def test_the_first_result_does_not_depend_on_how_many_are_asked(tmp_path: Path, 
         pytest.skip(f"the dev sets are not beside the clone ({personal})")
     write_corpus(personal / "docs.jsonl.gz", tmp_path / "docs")
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([tmp_path / "docs"])
+    Indexer(IndexFile(db), embedder).index([tmp_path / "docs"])
     with Store(db, read_only=True) as store:
         for query in (row["query"] for row in read_jsonl(personal / "queries.jsonl")):
-            ten = search(store, embedder, query, 10)
+            ten = search(SqlRanker(store), embedder, query, 10)
             assert [r.fused for r in ten] == sorted((r.fused for r in ten), reverse=True)  # the order shown is the score's
-            assert search(store, embedder, query, 1)[0].path == ten[0].path, query
+            assert search(SqlRanker(store), embedder, query, 1)[0].path == ten[0].path, query
 
 
 def test_a_build_of_the_default_model_with_another_fingerprint_uses_its_table(embedder) -> None:

@@ -82,8 +82,8 @@ def test_search_reorders_its_best_chunks_by_the_reranker(models, tmp_path: Path)
     reranker = Reranker(models["reranker"])
     with Store(tmp_path / "index.duckdb") as store:
         Indexer(store, embedder).index([notes])
-        plain = search(store, embedder, QUERY, k=40, group=False)
-        reranked = search(store, embedder, QUERY, k=40, group=False, reranker=reranker)
+        plain = search(SqlRanker(store), embedder, QUERY, k=40, group=False)
+        reranked = search(SqlRanker(store), embedder, QUERY, k=40, group=False, reranker=reranker)
         top = reranked[:RERANK_DEPTH]
         texts = SqlRanker(store).chunks_by_id([r.chunk_id for r in plain[:RERANK_DEPTH]])
     assert {r.chunk_id for r in plain} == {r.chunk_id for r in reranked}  # the same candidates

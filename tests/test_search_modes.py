@@ -82,11 +82,11 @@ def test_a_file_leg_lifts_every_passage_of_its_files() -> None:
 
 
 def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
-    results = search(store, None, "猫", k=5, mode="keyword")
+    results = search(SqlRanker(store), None, "猫", k=5, mode="keyword")
     assert [r.path for r in results] == ["/corpus/a.txt", "/corpus/b.txt"]
     assert results[0].ranks == {"keyword": 1} and results[0].mode == "keyword"
     with pytest.raises(Exception, match="needs the embedding model"):
-        search(store, None, "猫", mode="hybrid")
+        search(SqlRanker(store), None, "猫", mode="hybrid")
 
 
 def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
     assert resident.refresh(store).generation != before
     assert "/corpus/d.txt#0" in dict(resident.keyword_scores(["猫"], 10))
     in_memory = search(resident, None, "猫", k=5, mode="keyword")
-    from_tables = search(store, None, "猫", k=5, mode="keyword")
+    from_tables = search(SqlRanker(store), None, "猫", k=5, mode="keyword")
     assert [r.to_json() for r in in_memory] == [r.to_json() for r in from_tables]
 
 
@@ -214,7 +214,7 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
 
         def found(k: int = 1, **values) -> list[str]:
             filters = make_filters(**values)
-            return [r.path for r in search(store, None, "猫", k, filters=filters, mode="keyword")]
+            return [r.path for r in search(SqlRanker(store), None, "猫", k, filters=filters, mode="keyword")]
 
         assert found() == ["/notes/a.md"]
         # the best file excluded, the next one still comes back: filters are not a cut of the top k
@@ -229,5 +229,5 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         with pytest.raises(OboyuError, match="not an indexed folder"):
             store.roots_named(["nowhere"])
         window = Filters(since_ns=5 * day, until_ns=15 * day)
-        assert [r.path for r in search(store, None, "猫", 3, filters=window, mode="keyword")] == ["/notes/a.md"]
+        assert [r.path for r in search(SqlRanker(store), None, "猫", 3, filters=window, mode="keyword")] == ["/notes/a.md"]
         assert found(3, since="1970-01-15T00:00+00:00") == ["/work/c.txt"]

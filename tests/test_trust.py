@@ -17,7 +17,7 @@ from conftest import run_oboyu as oboyu
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache, look_up
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store
@@ -43,7 +43,7 @@ def test_one_long_file_indexes_beside_a_normal_one_and_shows_progress_inside_it(
     glossary(notes, 2100)
     (notes / "memo.md").write_text("# メモ\n\n会議の議事録を共有フォルダに置く。\n", encoding="utf-8")
     steps: list[IndexProgress] = []
-    stats = Indexer(tmp_path / "index.duckdb", embedder, steps.append).index([notes])
+    stats = Indexer(IndexFile(tmp_path / "index.duckdb"), embedder, on_progress=steps.append).index([notes])
     assert stats.added == 2 and not stats.skipped
     with Store(tmp_path / "index.duckdb", read_only=True) as store:
         assert store.counts() == (2, stats.chunks) and stats.chunks > 2000
@@ -141,13 +141,13 @@ def test_one_indexer_per_real_file_whatever_the_path(tmp_path: Path, embedder: E
     notes.mkdir()
     (notes / "a.md").write_text("# a\n\ntext\n", encoding="utf-8")
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder).index([notes])
+    Indexer(IndexFile(db), embedder).index([notes])
     (tmp_path / "via-symlink.duckdb").symlink_to(db)
     os.link(db, tmp_path / "via-hardlink.duckdb")
     for other in ("via-symlink.duckdb", "via-hardlink.duckdb"):
         with IndexLock(db), pytest.raises(IndexBusyError, match="another oboyu process"):
-            Indexer(tmp_path / other, embedder).update()
-    assert Indexer(tmp_path / "via-hardlink.duckdb", embedder).update().unchanged == 1  # free again
+            Indexer(IndexFile(tmp_path / other), embedder).update()
+    assert Indexer(IndexFile(tmp_path / "via-hardlink.duckdb"), embedder).update().unchanged == 1  # free again
 
 
 def test_ordinary_conditions_answer_in_one_line(tmp_path: Path, oboyu_env: dict) -> None:
@@ -202,7 +202,7 @@ def test_special_files_never_stall_indexing_or_mcp(tmp_path: Path, embedder: Emb
     if os.path.exists("/proc/kmsg"):
         (root / "kmsg.md").symlink_to("/proc/kmsg")
     db = tmp_path / "index.duckdb"
-    Indexer(db, embedder, follow_symlinks=True).index([root])
+    Indexer(IndexFile(db), embedder, follow_symlinks=True).index([root])
     (root / "fifo.md").unlink()
     os.mkfifo(root / "fifo.md")  # still indexed: `read` must refuse it at once, 50 times over
     tools = OboyuTools(db, embedder)
@@ -224,7 +224,7 @@ def test_special_files_never_stall_indexing_or_mcp(tmp_path: Path, embedder: Emb
 
     anyio.run(calls)
     started = time.monotonic()
-    stats = Indexer(db, embedder).update()  # the FIFO is not opened: its rows go, nothing waits
+    stats = Indexer(IndexFile(db), embedder).update()  # the FIFO is not opened: its rows go, nothing waits
     assert stats.removed == 1 and time.monotonic() - started < 60
 
 

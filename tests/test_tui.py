@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE_NOTES
 
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
@@ -334,7 +334,7 @@ def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> No
             await until(pilot, lambda: app.summary.documents > 0)
             before = app.summary.documents
             (home / "notes" / "new-note.md").write_text("# 新しいメモ\n\n植木鉢の土を替える。\n", encoding="utf-8")
-            Indexer(db, embedder).index([home / "notes"])  # as another process would, through the file
+            Indexer(IndexFile(db), embedder).index([home / "notes"])  # as another process would, through the file
             app.query_one("#query").value = ""
             await type_query(pilot, "植木鉢")
             await until(pilot, lambda: app.summary.documents == before + 1)

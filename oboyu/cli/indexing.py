@@ -15,7 +15,7 @@ import click
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexStats
 from oboyu.models.loading import load_embedder
 from oboyu.progress import ProgressLine
@@ -122,7 +122,7 @@ def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: st
             notify = progress.message if not quiet else None
             workers = stack.enter_context(api.open_cluster(cluster, embedder, notify))
         # the model loads only when something needs embedding; the index opens only to write
-        yield api.open_indexer(db, embedder, progress, full=full, follow_symlinks=follow_symlinks, workers=workers)
+        yield api.open_indexer(IndexFile(db), embedder, progress=progress, full=full, follow_symlinks=follow_symlinks, workers=workers)
 
 
 def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
@@ -229,7 +229,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
-    plan = Indexer(db, load_embedder(index_model(db))).plan(names)
+    plan = Indexer(IndexFile(db), load_embedder(index_model(db))).plan(names)
     if as_json:
         click.echo(json_safe(json.dumps({
             "added": [str(e.path) for e in plan.added],

@@ -6,6 +6,7 @@ Exit status: 0 success (query: results found), 1 query with no results, 2 error.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sys
 import traceback
@@ -48,8 +49,20 @@ for command in (tui, index, reindex, remove, query, status, cache, config_comman
     cli.add_command(command)
 
 
+class _LibraryMessages(logging.Handler):
+    """The library's messages (a cache moved aside, an accelerator dropped) as `oboyu: ...` lines
+    on whatever stderr is at the time: the app redirects it while it owns the terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(visible(f"oboyu: {record.getMessage()}"), err=True)
+
+
 def main() -> None:
     debug = "--debug" in sys.argv[1:]
+    library = logging.getLogger("oboyu")
+    library.addHandler(_LibraryMessages())
+    library.setLevel(logging.DEBUG if debug else logging.WARNING)
+    library.propagate = False
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:

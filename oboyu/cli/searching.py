@@ -18,6 +18,7 @@ from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.search.query import MODES, Result
+from oboyu.search.rankers import SqlRanker
 from oboyu.text import clean_input, json_safe, visible, visible_pieces
 
 
@@ -85,7 +86,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
                        "`oboyu index` after an interrupted one)", err=True)
         reranker = load_reranker(rerank)
         if not from_stdin:
-            results = search(store, embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,
+            results = search(SqlRanker(store), embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,
                              reranker=reranker)
     if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
         _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,

@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from oboyu.documents.extract import LINE_BREAK, Block, Extracted
+from oboyu.documents.extracted import LINE_BREAK, Block, Extracted
 
 TARGET_TOKENS = 256
 MIN_SECTION_TOKENS = 12  # below this a section is a label (a date, a list of names), not a passage

@@ -19,7 +19,7 @@ import pathspec
 
 from oboyu.config import settings
 from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
+from oboyu.documents.filetypes import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 JUNK_DIRS = frozenset(

@@ -10,17 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import (
-    SNIFF_BYTES,
-    Extracted,
-    Unextractable,
-    extract_file,
-    file_type_for,
-    part_location,
-    sniffed_type,
-    split_lines,
-    unsupported_reason,
-)
+from oboyu.documents.extract import extract_file
+from oboyu.documents.extracted import Extracted, Unextractable, split_lines
+from oboyu.documents.filetypes import SNIFF_BYTES, file_type_for, part_location, sniffed_type, unsupported_reason
 from oboyu.errors import OboyuError
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from oboyu.documents import chunking
 from oboyu.documents.chunking import Chunk, Chunker
-from oboyu.documents.extract import Extracted
+from oboyu.documents.extracted import Extracted
 from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.models import embedding
 

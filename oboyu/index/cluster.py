@@ -15,17 +15,14 @@ transactions, and Ray Data would add pyarrow and pandas for no part of that."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
-import json
 import logging
 import os
 import re
-import shutil
 import socket
 import threading
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,9 +37,8 @@ from oboyu.index.indexer import PrepareSettings, Todo
 from oboyu.index.preparing import Content, NotReadableHere, Outcome, prepare_file, read_file
 from oboyu.index.records import StoredFile
 from oboyu.models.embedding import Embedder
-from oboyu.models.install import install_lock, work_folder
-from oboyu.models.manifest import MANIFEST, ModelInfo, split_engine
-from oboyu.paths import cache_dir
+from oboyu.models.manifest import split_engine
+from oboyu.models.shipping import model_files, unpack_model
 
 ACTOR_CPUS = 1  # CPUs (and ONNX threads) a worker takes: one worker a CPU also spreads the Python work
 FILES_PER_TASK = 16  # files sent to a worker at once ...
@@ -115,70 +111,11 @@ class ClusterWorker:
 
 
 def receive_model(parcel: ModelParcel) -> Path:
-    """The parcel's model in this machine's cache folder: unpacked once per machine (the workers
-    starting there take turns, the first unpacks), its files checked against the manifest's
-    sha256 once and then by a stamp of their sizes and times, the manifest against the
-    fingerprint."""
+    """The parcel's model in this machine's cache folder (`models.shipping.unpack_model`): each
+    file fetched from Ray's object store only when this machine has no checked copy."""
     import ray
 
-    info = ModelInfo.from_manifest(parcel.manifest, split_engine(parcel.model_id)[1])
-    if info.model_id != parcel.model_id:
-        raise OboyuError(f"the model's manifest says {info.model_id}, the indexer {parcel.model_id}")
-    parent = cache_dir() / "cluster-models"
-    folder = parent / info.fingerprint[:32]
-    parent.mkdir(parents=True, exist_ok=True)
-    with install_lock(parent / f".{folder.name}.lock"):
-        if _stamped(folder, parcel.manifest) or _matches(folder, parcel.manifest):
-            return folder
-        for stale in [folder, *parent.glob(".receiving-*")]:  # a damaged copy, a killed worker's unpacking
-            shutil.rmtree(stale, ignore_errors=True)
-        with work_folder(parent, ".receiving-") as work:
-            for name, ref in parcel.files.items():
-                (work / name).write_bytes(ray.get(ref))
-            if not _matches(work, parcel.manifest):
-                raise OboyuError(f"the model {parcel.model_id} arrived damaged (a file's sha256 differs)")
-            os.rename(work, folder)
-    return folder
-
-
-STAMP = ".checked"
-
-
-def _matches(folder: Path, manifest: dict) -> bool:
-    """Every file the manifest lists is in `folder` with its sha256, the manifest with it; stamped
-    when so, with each file's size and time."""
-    try:
-        for name, record in manifest["files"].items():
-            digest = hashlib.sha256()
-            with open(folder / name, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            if digest.hexdigest() != record["sha256"]:
-                return False
-        if json.loads((folder / MANIFEST).read_text(encoding="utf-8")) != manifest:
-            return False
-        (folder / STAMP).write_text(json.dumps(_file_stats(folder, manifest)), encoding="utf-8")
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-def _stamped(folder: Path, manifest: dict) -> bool:
-    """The folder was checked and no file of it has changed since (hashing a large model for each
-    worker of a many-core machine would hold up their start)."""
-    try:
-        stamp = json.loads((folder / STAMP).read_text(encoding="utf-8"))
-        return stamp == _file_stats(folder, manifest) and json.loads((folder / MANIFEST).read_text(encoding="utf-8")) == manifest
-    except (OSError, ValueError):
-        return False
-
-
-def _file_stats(folder: Path, manifest: dict) -> dict[str, list[int]]:
-    stats = {}
-    for name in [*manifest["files"], MANIFEST]:
-        info = (folder / name).stat()
-        stats[name] = [info.st_size, info.st_mtime_ns]
-    return stats
+    return unpack_model(parcel.model_id, parcel.manifest, lambda name: ray.get(parcel.files[name]))
 
 
 class Cluster:
@@ -187,10 +124,10 @@ class Cluster:
     "ray://host:10001"). `connect` (or entering it) joins the cluster; workers start on first
     use; `close` stops them."""
 
-    def __init__(self, address: str, embedder: Embedder, notify: Any = None):
+    def __init__(self, address: str, embedder: Embedder, notify: Callable[[str], None] | None = None):
         self.address = address
         self.embedder = embedder  # the indexer's: the model the workers must have
-        self.notify = notify or (lambda message: None)
+        self.notify = notify or logging.getLogger(__name__).info
         self._ray: Any = None
         self._workers: list[Any] = []
         self._parcel: ModelParcel | None = None  # its references keep the model in Ray's store for restarted workers
@@ -232,7 +169,7 @@ class Cluster:
             raise OboyuError(f"the Ray cluster at {self.address} has no free CPU for oboyu's workers")
         folder = self.embedder.model_dir
         manifest = self.embedder.manifest
-        files = {name: ray.put((folder / name).read_bytes()) for name in [*manifest["files"], MANIFEST]}
+        files = {name: ray.put((folder / name).read_bytes()) for name in model_files(manifest)}
         parcel = self._parcel = ModelParcel(self.embedder.info.model_id, manifest, files, oboyu.__version__)
         remote = ray.remote(num_cpus=ACTOR_CPUS, max_restarts=-1, max_task_retries=TASK_RETRIES)(ClusterWorker)
         workers = [remote.options(scheduling_strategy="SPREAD").remote(ACTOR_CPUS) for _ in range(max(1, cpus // ACTOR_CPUS))]

@@ -12,9 +12,9 @@ cannot be written) work goes on without it. Nothing here stops indexing."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,12 +37,11 @@ class CacheStats:
     models: int
 
 
-def _to_stderr(message: str) -> None:
-    print(f"oboyu: {message}", file=sys.stderr, flush=True)
+_log = logging.getLogger(__name__)
 
 
 class EmbeddingCache:
-    def __init__(self, path: Path, notify: Callable[[str], None] = _to_stderr):
+    def __init__(self, path: Path, notify: Callable[[str], None] = _log.warning):
         """`notify` hears, once, when the cache had to be moved aside or given up."""
         self.path = Path(path)
         self.notify = notify
@@ -102,7 +101,7 @@ class EmbeddingCache:
         return Path(env).expanduser() if env else cache_dir() / CACHE_FILE
 
     @classmethod
-    def default(cls, notify: Callable[[str], None] = _to_stderr) -> EmbeddingCache:
+    def default(cls, notify: Callable[[str], None] = _log.warning) -> EmbeddingCache:
         return cls(cls.path_of_default(), notify)
 
     @staticmethod

@@ -52,12 +52,29 @@ BULK_TOKENIZER_FILES, BULK_TOKENIZER_PASSAGES = 100, 500
 
 
 class WritableIndex(Protocol):
-    """An index file that a long-lived process also reads (oboyu.search.live.LiveIndex): the
-    indexer takes its writer for each batch, so the process's own searches go on between."""
+    """The index an Indexer updates, however it is held: an open Store (held for the run), an
+    `IndexFile` (opened for each batch, so that other processes read it between), or a long-lived
+    process's LiveIndex (its own searches go on between batches)."""
+
+    @property
+    def db_path(self) -> Path: ...
+
+    def writing(self) -> contextlib.AbstractContextManager[Store]: ...
+
+    def reading(self) -> contextlib.AbstractContextManager[Store]: ...
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """An index file, opened to write one batch and closed after it."""
 
     db_path: Path
 
-    def writing(self) -> contextlib.AbstractContextManager[Store]: ...
+    def writing(self) -> contextlib.AbstractContextManager[Store]:
+        return contextlib.closing(Store.open_writer(self.db_path))
+
+    def reading(self) -> contextlib.AbstractContextManager[Store]:
+        return open_for_reading(self.db_path)
 
 
 OnProgress = Callable[[IndexProgress], None]
@@ -94,30 +111,20 @@ _NOTHING_YET = object()  # the reader had no file ready within KEYWORD_COMMIT_SE
 
 
 class Indexer:
-    def __init__(self, index: Store | Path | WritableIndex, embedder: Embedder,
-                 progress: ProgressLine | OnProgress | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+    def __init__(self, index: WritableIndex, embedder: Embedder, *, progress: ProgressLine | None = None,
+                 on_progress: OnProgress | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
                  follow_symlinks: bool = False, stop: threading.Event | None = None,
                  cache: EmbeddingCache | None = None, full: bool = False, workers: Workers | None = None):
-        """`index`: an open Store (held for the run), the index file's path (opened for each
-        write), or a long-lived process's WritableIndex. `progress` hears of each step: a
-        ProgressLine draws it, a function gets an IndexProgress. Setting `stop` ends the run
-        after the batch in hand. `cache` supplies and keeps vectors; `full` re-reads and
-        re-chunks every file; `workers` prepare and embed in other processes (a cluster)."""
-        self._store = index if isinstance(index, Store) else None
-        self._open_store: Callable[[], contextlib.AbstractContextManager[Store]]
-        if isinstance(index, Store):
-            self.index_path = index.path
-            self._open_store = lambda: contextlib.nullcontext(index)
-        elif isinstance(index, (str, os.PathLike)):
-            self.index_path = Path(index)
-            self._open_store = lambda: contextlib.closing(Store.open_writer(self.index_path))
-        else:
-            self.index_path = index.db_path
-            self._open_store = index.writing
+        """`index`: a Store, an IndexFile or a LiveIndex (`WritableIndex`). Each step is drawn on
+        `progress` and told to `on_progress`. Setting `stop` ends the run after the batch in hand.
+        `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file; `workers`
+        prepare and embed in other processes (a cluster)."""
+        self.target = index
+        self.index_path = index.db_path
         self._store_lock = threading.Lock()  # the meaning pass reads its next group while it writes the last
         self.embedder = embedder
-        self.progress = progress if isinstance(progress, ProgressLine) else ProgressLine(enabled=False)
-        self.on_progress = None if isinstance(progress, ProgressLine) else progress
+        self.progress = progress or ProgressLine(enabled=False)
+        self.on_progress = on_progress
         self.max_bytes = max_bytes
         self.follow_symlinks = follow_symlinks
         self.stop = stop or threading.Event()
@@ -201,11 +208,11 @@ class Indexer:
     @contextlib.contextmanager
     def _open(self) -> Iterator[Store]:
         """The index, writable, for one step; one thread at a time."""
-        with self._store_lock, self._open_store() as store:
+        with self._store_lock, self.target.writing() as store:
             yield store
 
     def _reading(self) -> contextlib.AbstractContextManager[Store]:
-        return contextlib.nullcontext(self._store) if self._store is not None else open_for_reading(self.index_path)
+        return self.target.reading()
 
     def _run(self, parts_of: Callable[[Store, IndexStats], list[Part]]) -> IndexStats:
         """Under the indexer lock: choose the parts to compare, plan, apply."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from oboyu.documents.crawl import FileEntry, Skipped, crawl_part
 from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import file_type_for
+from oboyu.documents.filetypes import file_type_for
 from oboyu.index.records import KnownSkip, Move, Root, StoredFile
 from oboyu.index.store import Store
 

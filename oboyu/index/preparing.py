@@ -15,7 +15,8 @@ import numpy as np
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
 from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
-from oboyu.documents.extract import Unextractable, extract_file
+from oboyu.documents.extract import extract_file
+from oboyu.documents.extracted import Unextractable
 from oboyu.documents.keywords import term_counts
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.records import DocumentRecord, StoredFile, keyword_text

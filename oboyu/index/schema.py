@@ -13,13 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import duckdb
 
 from oboyu.documents.keywords import term_counts
 from oboyu.index.records import Root, keyword_text
 
-if TYPE_CHECKING:
-    from oboyu.index.store import Store
+
+class Store(Protocol):
+    """What the migrations use of `store.Store` (named here so that the store imports its schema,
+    never the other way round)."""
+
+    con: duckdb.DuckDBPyConnection
+
+    def insert_keywords(self, counts: list[tuple[str, dict[str, int]]]) -> None: ...
+
+    def insert_root(self, root: Root) -> None: ...
+
+    def unique_root_name(self, base: str) -> str: ...
 
 SCHEMA_VERSION = 7
 

@@ -39,7 +39,7 @@ class _NeedsUpgrade(Exception):
 
 class Store:
     def __init__(self, path: Path, read_only: bool = False):
-        self.path = Path(path)
+        self.path = self.db_path = Path(path)
         if read_only and not self.path.exists():
             raise OboyuError(f"no index at {self.path}; run `oboyu index PATH` first")
         if not read_only:
@@ -91,6 +91,12 @@ class Store:
             with contextlib.suppress(duckdb.Error):  # already closed
                 self.con.execute(f"SET memory_limit = '{CHECKPOINT_MEMORY_LIMIT}'")
         self.con.close()
+
+    def writing(self) -> contextlib.AbstractContextManager[Store]:
+        """As an Indexer's WritableIndex (with `db_path`): held open for the whole run."""
+        return contextlib.nullcontext(self)
+
+    reading = writing
 
     def __enter__(self) -> Store:
         return self

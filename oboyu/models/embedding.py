@@ -8,7 +8,7 @@ padding stays small; vectors come back in the caller's order, L2-normalised.
 from __future__ import annotations
 
 import itertools
-import sys
+import logging
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -74,7 +74,7 @@ class Embedder:
         self.threads = threads
         self.provider = CPU  # what embeds passages, once its session is made
         self.query_provider = CPU  # what embeds queries (always onnxruntime), once its session is made
-        self.notify = notify or _to_stderr
+        self.notify = notify or logging.getLogger(__name__).warning
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
         self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
@@ -378,10 +378,6 @@ def _started(make: Callable[[], ort.InferenceSession], provider: str) -> ort.Inf
         raise OboyuError(errors[0].removeprefix("EP Error ").split(" when using ")[0] if errors
                          else "onnxruntime could not start it")
     return session
-
-
-def _to_stderr(message: str) -> None:
-    print(f"oboyu: {message}", file=sys.stderr)
 
 
 def pad_token_id(tokenizer, manifest: dict) -> int:

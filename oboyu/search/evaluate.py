@@ -95,7 +95,7 @@ def write_corpus(docs_path: Path, folder: Path) -> int:
 
 
 def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: ProgressLine) -> IndexStats:
-    return Indexer(store, embedder, progress).index([folder])
+    return Indexer(store, embedder, progress=progress).index([folder])
 
 
 def read_absent(path: Path) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pathspec
 
-from oboyu.documents.extract import FORMAT_EXT, file_type_for
+from oboyu.documents.filetypes import FORMAT_EXT, file_type_for
 from oboyu.errors import OboyuError
 
 # macOS and Windows name files case-insensitively: there `*.md` matches `todo.MD` as the Finder does

@@ -24,6 +24,7 @@ from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.search.filters import Filters
 from oboyu.search.query import Result, search
+from oboyu.search.rankers import SqlRanker
 from oboyu.search.resident import ResidentIndex
 
 READ_WAIT_SECONDS = 0.5  # how long a query waits for another process's write lock
@@ -127,7 +128,7 @@ class LiveIndex:
             fresh = self.refresh()
             return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker), stale=not fresh)
         with self.reading() as store:
-            return Answer(search(store, self.embedder, query, k, filters, mode, group, self.reranker))
+            return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
 
     def file_roots(self) -> dict[str, str]:
         """Indexed file -> its indexed folder, from memory when the index has not changed: a

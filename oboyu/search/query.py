@@ -11,17 +11,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from oboyu.documents.extract import part_location
+from oboyu.documents.filetypes import part_location
 from oboyu.documents.keywords import fallback_terms, words
 from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit
-from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.search.confidence import gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
-from oboyu.search.rankers import BM25_K1, Ranker, Scores, SqlRanker
+from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
 
 MODES = ("hybrid", "vector", "keyword")
@@ -88,7 +87,7 @@ class Result:
 
 
 def search(
-    index: Store | Ranker,
+    ranker: Ranker,
     embedder: Embedder | None,
     query: str,
     k: int = 10,
@@ -97,16 +96,15 @@ def search(
     group: bool = True,
     reranker: Reranker | None = None,
 ) -> list[Result]:
-    """The k best files (or chunks, with group=False) for a query, ranked by `index`: an open
-    Store (ranked in SQL) or another Ranker, such as a ResidentIndex for unfiltered searches from
-    memory. A reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
+    """The k best files (or chunks, with group=False) for a query, ranked by `ranker`: a
+    SqlRanker over an open Store, or a ResidentIndex for unfiltered searches from memory. A
+    reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:
         raise OboyuError("-k must be at least 1")
     if mode not in MODES:
         raise OboyuError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
-    ranker: Ranker = SqlRanker(index) if isinstance(index, Store) else index
     indexed_with = ranker.model_id()
     if indexed_with is None:
         return []

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static
 
 from oboyu.api import open_indexer
-from oboyu.documents.extract import SOURCE_TYPES
+from oboyu.documents.filetypes import SOURCE_TYPES
 from oboyu.documents.keywords import match_spans, words
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
@@ -375,7 +375,7 @@ class OboyuApp(App):
             if self.live.embedder is None:
                 raise OboyuError("the model is not loaded; indexing needs it")
             # the file is opened for each batch's write only, so other processes read meanwhile
-            stats = open_indexer(self.live, self.live.embedder, progress, stop=self._index_stop).index(paths)
+            stats = open_indexer(self.live, self.live.embedder, on_progress=progress, stop=self._index_stop).index(paths)
         except Exception as exc:
             self.call_from_thread(self._index_finished, None, exc)
             return

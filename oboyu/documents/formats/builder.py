@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from oboyu.documents.extract import Block, Extracted
+from oboyu.documents.extracted import Block, Extracted
 
 _BLANK_RUNS = re.compile(r"\n[ \t\u3000]*(?:\n[ \t\u3000]*)+")
 _TRAILING_SPACE = re.compile(r"[ \t\u3000]+\n")

@@ -10,7 +10,7 @@ import zlib
 
 from lxml import etree
 
-from oboyu.documents.extract import Unextractable
+from oboyu.documents.extracted import Unextractable
 
 MAX_ENTRIES = 20_000
 MAX_UNPACKED_BYTES = 512 * 1024 * 1024

@@ -9,8 +9,9 @@ import re
 from collections.abc import Iterator
 
 from oboyu.documents.decoding import UndecodableError, decode
-from oboyu.documents.extract import Extracted, Unextractable, extract
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
+from oboyu.documents.markup import parse_markdown
 
 MAX_JSON_DEPTH = 64
 _RTF_CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
@@ -81,7 +82,7 @@ def extract_notebook(data: bytes) -> tuple[Extracted, str]:
             continue
         out.part(number)
         if cell.get("cell_type") == "markdown":
-            for block in extract(source, "markdown").blocks:
+            for block in parse_markdown(source).blocks:
                 if block.heading_level:
                     out.heading(block.text, block.heading_level)
                 else:

@@ -13,7 +13,7 @@ import zipfile
 from urllib.parse import unquote
 
 from oboyu.documents.decoding import UndecodableError
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.containers import local_name, open_zip, parse_xml, read_member
 from oboyu.documents.formats.html import add_html, decode_html

@@ -17,7 +17,7 @@ import lxml.html
 from lxml import etree
 
 from oboyu.documents.decoding import Decoded, UndecodableError, decode
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 
 _SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas", "rt", "rp",

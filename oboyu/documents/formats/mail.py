@@ -13,11 +13,13 @@ import email
 import email.errors
 import email.header
 import re
+from collections.abc import Callable
 from email.message import Message
 from pathlib import PurePath
 
 from oboyu.documents.decoding import UndecodableError, decode, decode_iso2022_jp
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
+from oboyu.documents.filetypes import file_type_for
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.html import add_html
 
@@ -26,18 +28,20 @@ MAX_MESSAGES = 50_000
 _WIDER = {"iso-2022-jp": "iso2022_jp_ext", "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932",
           "x-sjis": "cp932", "euc-jp": "euc_jis_2004", "gb2312": "gb18030", "ks_c_5601-1987": "cp949"}
 _MBOX_FROM = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
+# the dispatch for any format (`extract.extract_file`), handed in: attachments are read as files
+ReadFile = Callable[[bytes, str, str], tuple[Extracted, str]]
 
 
-def extract_eml(data: bytes) -> Extracted:
+def extract_eml(data: bytes, read_file: ReadFile) -> Extracted:
     message = _parse(data)
     out = TextBuilder(_header(message, "subject") or None)
-    _add_message(out, message, depth=0, heading_level=0)
+    _add_message(out, message, read_file, depth=0, heading_level=0)
     if out.empty:
         raise Unextractable("mail with no text")
     return out.build()
 
 
-def extract_mbox(data: bytes) -> Extracted:
+def extract_mbox(data: bytes, read_file: ReadFile) -> Extracted:
     starts = [m.start() for m in _MBOX_FROM.finditer(data) if m.start() == 0 or data[m.start() - 1 : m.start()] == b"\n"]
     if not starts:
         raise Unextractable("not an mbox file (no 'From ' line starts a message)")
@@ -49,7 +53,7 @@ def extract_mbox(data: bytes) -> Extracted:
         body = chunk[chunk.index(b"\n") + 1 :] if b"\n" in chunk else b""
         message = _parse(re.sub(rb"^>(>*From )", rb"\1", body, flags=re.MULTILINE))  # mboxrd unquoting
         out.part(number)
-        _add_message(out, message, depth=0, heading_level=1)
+        _add_message(out, message, read_file, depth=0, heading_level=1)
     return out.build()
 
 
@@ -58,7 +62,7 @@ def _parse(data: bytes) -> Message:
     return email.message_from_bytes(data)
 
 
-def _add_message(out: TextBuilder, message: Message, depth: int, heading_level: int) -> None:
+def _add_message(out: TextBuilder, message: Message, read_file: ReadFile, depth: int, heading_level: int) -> None:
     """A message's headers and text; its attachments after it. heading_level 0: the subject is
     the document's title and a header line, not a heading."""
     subject = _header(message, "subject")
@@ -84,24 +88,22 @@ def _add_message(out: TextBuilder, message: Message, depth: int, heading_level: 
             continue
         if part.get_content_disposition() != "attachment" and not name:
             continue
-        _add_attachment(out, part, name, depth, heading_level + 1)
+        _add_attachment(out, part, name, read_file, depth, heading_level + 1)
 
 
-def _add_attachment(out: TextBuilder, part: Message, name: str | None, depth: int, level: int) -> None:
-    from oboyu.documents.extract import extract_file, file_type_for  # the dispatch, for any format inside
-
+def _add_attachment(out: TextBuilder, part: Message, name: str | None, read_file: ReadFile, depth: int, level: int) -> None:
     if part.get_content_type() == "message/rfc822" and depth < MAX_DEPTH:
         inner = part.get_payload()
         inner = inner[0] if isinstance(inner, list) and inner else inner
         if isinstance(inner, Message):
-            _add_message(out, inner, depth + 1, level)
+            _add_message(out, inner, read_file, depth + 1, level)
         return
     file_type = file_type_for(PurePath(name or ""))
     payload = part.get_payload(decode=True)
     if not name or file_type is None or not isinstance(payload, bytes) or depth >= MAX_DEPTH:
         return
     try:
-        extracted, _ = extract_file(payload, file_type, name)
+        extracted, _ = read_file(payload, file_type, name)
     except Exception:  # an attachment that cannot be read (for whatever reason) does not cost the message
         return
     out.heading(name, level)

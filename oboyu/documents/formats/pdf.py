@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from oboyu.documents.extract import Extracted, Unextractable, plain_blocks
+from oboyu.documents.extracted import Extracted, Unextractable, plain_blocks
 
 PAGE_BREAK = "\n\n"  # pages join as paragraphs: a sentence never runs across a page break in a chunk
 

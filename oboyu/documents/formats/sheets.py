@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import PurePath
 
 from oboyu.documents.decoding import UndecodableError, decode
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.containers import OLE_MAGIC, open_zip
 

@@ -8,7 +8,7 @@ import io
 
 from lxml import etree
 
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.containers import ZIP_ERRORS, local_name, open_zip
 from oboyu.documents.formats.word import OFFICE, TABLE, TEXT, core_title, odf_content, odf_text

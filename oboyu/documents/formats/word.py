@@ -16,7 +16,7 @@ import zipfile
 
 from lxml import etree
 
-from oboyu.documents.extract import Extracted, Unextractable
+from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
 from oboyu.documents.formats.containers import local_name, open_zip, parse_xml, read_member
 
