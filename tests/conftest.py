@@ -18,9 +18,17 @@ EXAMPLE_NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"  #
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model cache for the whole session (OBOYU_TEST_CACHE reuses one across runs)."""
+    """A model cache for the whole session, shared by pytest-xdist's workers (the first to need
+    the default model builds it under a lock, the others wait for it); OBOYU_TEST_CACHE reuses
+    one across runs."""
     reuse = os.environ.get("OBOYU_TEST_CACHE")
-    return Path(reuse) if reuse else tmp_path_factory.mktemp("cache")
+    if reuse:
+        return Path(reuse)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return tmp_path_factory.mktemp("cache")
+    shared = tmp_path_factory.getbasetemp().parent / "cache"  # the run's folder, above each worker's
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,7 +1,7 @@
 """Where each document's text was cut into chunks, kept beside the embedding cache's vectors: a
 re-index of unchanged text (a deleted index, `--full`) needs neither the chunker's token counts
 nor the fast tokenizer they load (0.7 s to load, 0.25 s to free, 0.6 s to count 150 files of
-manual pages: a third of a warm re-index; benchmarks/README.md).
+manual pages: a third of a warm re-index; docs/decisions.md).
 
 Keyed by the extracted text and its blocks, the model (its tokenizer counts the tokens) and the
 chunker: its sizes and the source of the code that cuts (chunking, and the embedder's counting),

@@ -9,6 +9,7 @@ most the transaction in flight. Ranking reads live in `oboyu.search.rankers`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -24,6 +25,7 @@ from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, RootSummary, StoredFile, chunk_id
+from oboyu.index.waiting import open_waiting
 from oboyu.paths import is_within
 
 # The checkpoint a writer runs as it closes holds more of the index in DuckDB's buffer pool
@@ -31,6 +33,7 @@ from oboyu.paths import is_within
 # chunks a batch at a time peaked at 687 MB, 447 MB with this cap. Set for the whole connection
 # it made a large DELETE fail for want of memory, so only the checkpoint gets it.
 CHECKPOINT_MEMORY_LIMIT = "64MB"
+_log = logging.getLogger(__name__)
 
 
 class _NeedsUpgrade(Exception):
@@ -74,8 +77,9 @@ class Store:
     @classmethod
     def open_writer(cls, path: Path, wait_seconds: float = 60.0) -> Store:
         """A writable Store, waiting while readers in other processes hold the file (they hold it
-        for milliseconds at a time)."""
-        return _open_waiting(path, False, wait_seconds)
+        for milliseconds at a time; a wait of a second or more is logged, once)."""
+        return open_waiting(lambda: cls(path), wait_seconds, lambda: _log.warning(f"waiting for another process to let go of {path}"),
+                            tell_after=1.0)
 
     @classmethod
     def reader_of(cls, writer: Store) -> Store:
@@ -480,20 +484,4 @@ class Store:
 def open_for_reading(path: Path, wait_seconds: float = 3.0, on_wait: Callable[[], None] | None = None) -> Store:
     """A read-only Store, waiting up to `wait_seconds` while a writer holds the file (an indexer
     holds it only while it writes a batch); `on_wait` hears once that we wait."""
-    return _open_waiting(path, True, wait_seconds, on_wait)
-
-
-def _open_waiting(path: Path, read_only: bool, wait_seconds: float, on_wait: Callable[[], None] | None = None) -> Store:
-    """Open a Store, retrying while another process holds the file, up to `wait_seconds`."""
-    deadline = time.monotonic() + wait_seconds
-    told = False
-    while True:
-        try:
-            return Store(path, read_only=read_only)
-        except IndexBusyError:
-            if time.monotonic() >= deadline:
-                raise
-            if on_wait is not None and not told:
-                on_wait()
-                told = True
-            time.sleep(0.05)
+    return open_waiting(lambda: Store(path, read_only=True), wait_seconds, on_wait)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     Session: TypeAlias = ort.InferenceSession | OpenVinoSession
 
-DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (benchmarks/README.md)
+DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (docs/decisions.md)
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
@@ -112,7 +112,7 @@ class Embedder:
     @cached_property
     def bulk_tokenizer(self) -> Tokenizer | MecabWordPiece | LightTokenizer:
         """The model's tokenizer.json, in Rust (`tokenizers`, both cores): on Japanese passages
-        about 11x the light tokenizer's speed (0.15 against 1.64 ms a passage, benchmarks/README.md)
+        about 11x the light tokenizer's speed (0.15 against 1.64 ms a passage, docs/decisions.md)
         for 0.5 s and ~290 MB to load, so indexing takes it (`use_bulk_tokenizer`) and a query
         does not. Both give the same ids and offsets (tests/test_model.py)."""
         if self.manifest.get("light_tokenizer") and (self.model_dir / TOKENIZER_FILE).is_file():
@@ -147,7 +147,7 @@ class Embedder:
         """onnxruntime on the platform's provider once it has proven itself, else on the CPU. It
         embeds every query, whichever engine made the passages: it starts in 0.07 s and embeds a
         query in about 3 ms, where OpenVINO takes 0.35 s and 5 ms, and queries are never stored,
-        so the index's vectors stay one engine's (benchmarks/README.md measures what this costs
+        so the index's vectors stay one engine's (docs/decisions.md measures what this costs
         in retrieval: nothing)."""
         choice = choose_here(self.requested_provider)
         accelerated = self._accelerated_session(choice) if choice.provider != CPU else None

@@ -2,7 +2,7 @@
 work happens in a hidden folder beside the installed models, and only a model that passed every
 check is renamed into place (after its files are on disk), so a failed or killed build installs
 nothing. Also: the installed folder's name, weights as ONNX external data (measured by
-benchmarks/onnx/external_data.py on INT8 e5-small: the session starts in 0.067 s instead of
+python -m benchmarks.speed.external_data on INT8 e5-small: the session starts in 0.067 s instead of
 0.252 s and peaks at 74 MB RSS instead of 257 MB, the weights being memory-mapped), and the
 manifest's file records."""
 

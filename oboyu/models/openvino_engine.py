@@ -2,7 +2,7 @@
 operators with the same weights and calibrated scales, run by OpenVINO's CPU plugin.
 
 Measured on the project's machine (AMD EPYC, AVX-512 VNNI and BF16, 2 cores): 1.5x the tokens/s
-of onnxruntime on the same chunks (benchmarks/README.md). Not on every CPU: without VNNI its INT8
+of onnxruntime on the same chunks (docs/decisions.md). Not on every CPU: without VNNI its INT8
 products fall back to a generic gemm (with AVX-512 hidden from its kernels on the same cores, 0.3x
 its own speed), so each machine times both engines once and OpenVINO embeds only where it is
 clearly faster (`OPENVINO_MIN_SPEEDUP`).

@@ -85,7 +85,7 @@ def session_providers(provider: str) -> list:
 
 
 # onnxruntime fuses a residual's Add and LayerNormalization into SkipLayerNormalization where it
-# knows the shapes; its CPU kernel ran 7x slower than the two (benchmarks/README.md), so on the CPU
+# knows the shapes; its CPU kernel ran 7x slower than the two (docs/decisions.md), so on the CPU
 # the fusion is off: a converted model 1.13x faster, the default model's graph kept as built.
 CPU_DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 

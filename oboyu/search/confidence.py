@@ -10,7 +10,7 @@ the other files (a right answer usually leads them by a clear margin, a question
 answer finds several files about as alike; in keyword mode the lead in BM25); and the share of the
 query's words the passage holds (title and heading included). A logistic model per embedding
 model and mode turns that into a probability; its weights and the weak-match threshold come from
-`benchmarks/calibrate.py`, fitted on the development sets, and live in `calibration.json` beside
+`scripts/calibrate.py`, fitted on the development sets, and live in `calibration.json` beside
 this module. A model without a fitted table is judged by its words alone (the keyword table,
 which does not depend on the model), and in vector and hybrid mode nothing is called weak: its
 cosines say nothing we have measured.
@@ -69,7 +69,7 @@ def _table() -> dict:
 def _calibrated_as(model_id: str | None) -> str:
     """The table's key for a model: OpenVINO's vectors of a model use its onnxruntime table (the
     same weights and scales; cosines within 0.003 of onnxruntime's, and the dev sets' figures
-    unchanged, benchmarks/README.md). A build of the same model with another fingerprint uses the
+    unchanged, docs/decisions.md). A build of the same model with another fingerprint uses the
     table fitted for that model: the default model's calibrated scales come from fp32 inference,
     whose last bits differ between CPUs (AVX2 against AVX-512), so each CPU class builds its own
     fingerprint of the same function, and a later build changes only how it is spelled."""

@@ -41,7 +41,7 @@ RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
 # hybrid orders its best files by the fusion plus this share of their confidence: fusion scales
 # each leg over whatever candidates came back, and where two files come out near level, the
 # absolute evidence (cosine, lead over the other files, words held) decides. The largest share
-# that cost neither large dev set anything (shares from 0.1 to 1 scanned, benchmarks/README.md).
+# that cost neither large dev set anything (shares from 0.1 to 1 scanned, docs/decisions.md).
 CONFIDENCE_SHARE = 0.2
 ORDER_DEPTH = 10  # files whose confidence is weighed: the first result does not depend on -k
 

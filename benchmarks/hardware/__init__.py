@@ -1,0 +1,1 @@
+"""The embedding engine against the CPU it runs on: engines, instructions, determinism."""

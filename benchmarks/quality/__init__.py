@@ -1,0 +1,1 @@
+"""Search quality: which choice finds the right file more often."""

@@ -1,0 +1,1 @@
+"""Large folders, large files and more than one machine."""

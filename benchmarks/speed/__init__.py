@@ -1,0 +1,1 @@
+"""How fast oboyu searches, indexes, extracts, writes and embeds."""
