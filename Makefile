@@ -27,10 +27,13 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest
 
-# ruff (lint and import order) and mypy on the package, as CI runs them
+# ruff (lint and import order) and mypy on the package, as CI runs them; and commit subjects of at
+# most 72 characters since the rule began (a clone without history has nothing to check)
+HABITS_SINCE ?= 9fd9c8f
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check oboyu tests benchmarks scripts
 	$(VENV)/bin/mypy
+	@! git log --format=%s $(HABITS_SINCE)^..HEAD 2>/dev/null | awk 'length > 72 {print "commit subject over 72 characters: " $$0; bad = 1} END {exit !bad}'
 
 # Build the wheel, install it into a fresh environment (no source tree on its path) and use it:
 # the version, the catalogue from inside the package, an index and a query of the example notes.
