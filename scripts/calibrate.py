@@ -37,11 +37,12 @@ from benchmarks.harness import RESULTS, add_dev_sets, dev_absent, dev_docs, dev_
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
 from oboyu.models.manifest import split_engine
+from oboyu.modes import Mode
 from oboyu.progress import ProgressLine
 from oboyu.search import confidence
 from oboyu.search.confidence import FEATURES, Evidence, Model
 from oboyu.search.evaluate import Query, doc_file_name, doc_id_of, index_corpus
-from oboyu.search.query import MODES, search
+from oboyu.search.query import search
 from oboyu.search.resident import ResidentIndex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,11 +240,11 @@ def check(path: Path = TABLE) -> list[str]:
     if not table.get("models"):
         problems.append("no fitted model")
     for key, fitted in table.get("models", {}).items():
-        missing = [mode for mode in MODES if mode not in fitted]
+        missing = [mode for mode in Mode if mode not in fitted]
         if missing or key not in table.get("reference", {}):
             problems.append(f"{key}: {'no reference spread' if not missing else 'no entry for ' + ', '.join(missing)}")
             continue
-        entries = {mode: table_entry(mode, fitted[mode]["weights"], fitted[mode]["bias"], fitted[mode]["threshold"]) for mode in MODES}
+        entries = {mode: table_entry(mode, fitted[mode]["weights"], fitted[mode]["bias"], fitted[mode]["threshold"]) for mode in Mode}
         rebuilt = with_fit(rebuilt, key, entries, table["reference"][key], table.get("about", ""))
     if not problems and table_text(rebuilt) != text:
         problems.append(f"{path} is not as {Path(__file__).name} writes it (features, rounding, words_only or layout differ)")
@@ -275,7 +276,7 @@ def main() -> None:
     groups += small_folders(args.db_dir, embedder, args.small_folders)
     names = list(dict.fromkeys(g.name for g in groups))
     entries, curves, report = {}, {}, []
-    for mode in MODES:
+    for mode in Mode:
         examples = [e for i, group in enumerate(groups) for e in examples_of(group, i, embedder, mode)]
         x = np.array([[getattr(e.evidence, f) for f in FEATURES[mode]] for e in examples])
         y = np.array([e.relevant for e in examples], dtype=float)

@@ -16,9 +16,9 @@ import pytest
 
 from oboyu.models.default.build import DEFAULT_MODEL
 from oboyu.models.manifest import ONNXRUNTIME, ModelInfo, read_manifest, split_engine
+from oboyu.modes import Mode
 from oboyu.search import confidence
 from oboyu.search.confidence import FEATURES, Evidence, Model, gather, model_for, reference_for
-from oboyu.search.query import MODES
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "oboyu" / "search" / "calibration.json"
@@ -64,7 +64,7 @@ def test_the_check_finds_a_table_the_build_would_not_write(table: dict, tmp_path
 def test_every_mode_the_search_offers_has_a_model_of_the_right_shape(table: dict) -> None:
     assert table["models"], "no fitted model"
     for key, modes in table["models"].items():
-        assert sorted(modes) == sorted(MODES), key
+        assert sorted(modes) == sorted(Mode), key
     for key, mode, entry in entries(table):
         assert entry["features"] == list(FEATURES[mode]), (key, mode)
         assert len(entry["weights"]) == len(entry["features"]), (key, mode)
@@ -88,7 +88,7 @@ def test_each_fitted_model_names_one_build_and_its_typical_spread(table: dict) -
         assert reference_for(key) == (spread["mean"], spread["std"])
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", list(Mode))
 def test_every_build_of_the_default_model_on_either_engine_is_judged_by_the_table(table: dict, mode: str) -> None:
     """The default model's fingerprint differs between CPU classes (fp32 calibration's last bits):
     the confidence code accepts any build of a fitted model, on onnxruntime or OpenVINO."""
@@ -104,7 +104,7 @@ def test_the_default_model_built_here_is_judged_by_the_table(table: dict, model_
     assert info.name == DEFAULT_MODEL
     assert confidence._calibrated_as(info.model_id) in table["models"], info.model_id
     assert reference_for(info.model_id) is not None
-    assert model_for(info.model_id, "hybrid").threshold > 0.0  # a weak-match line, not the no-table fallback
+    assert model_for(info.model_id, Mode.HYBRID).threshold > 0.0  # a weak-match line, not the no-table fallback
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
@@ -124,7 +124,7 @@ def test_a_larger_cosine_lead_never_lowers_the_confidence(table: dict, mode: str
     assert confidences[-1] > confidences[0]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", list(Mode))
 def test_more_evidence_of_the_main_kind_never_lowers_the_confidence(table: dict, mode: str) -> None:
     """The lead over the other files (keyword mode: in BM25), and the query's words held (in
     keyword mode with their rarity), each alone raised from nothing to a clear lead."""

@@ -25,6 +25,7 @@ from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
+from oboyu.modes import Mode
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 
@@ -204,7 +205,7 @@ def watching(env: dict, folder: Path) -> Iterator[list[str]]:
 def paths_found(db: Path, embedder: Embedder, query: str) -> set[str]:
     try:
         with open_for_reading(db, wait_seconds=2) as store:
-            return {r.path for r in search(SqlRanker(store), embedder, query, k=20, mode="keyword")}
+            return {r.path for r in search(SqlRanker(store), embedder, query, k=20, mode=Mode.KEYWORD)}
     except IndexBusyError:
         return set()
 

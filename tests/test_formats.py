@@ -17,6 +17,7 @@ from oboyu.documents.extract import extract_file
 from oboyu.documents.filetypes import file_type_for, unsupported_reason
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
+from oboyu.modes import Mode
 
 
 def text_of(data: bytes, name: str) -> str:
@@ -322,7 +323,7 @@ def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(t
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
     async def run() -> None:
-        app = OboyuApp(db, embedder, mode="keyword")
+        app = OboyuApp(db, embedder, mode=Mode.KEYWORD)
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.press(*"野菜中心の定食")
             for _ in range(400):

@@ -21,6 +21,7 @@ from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
+from oboyu.modes import Mode
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 from tests.conftest import run_oboyu
@@ -146,7 +147,7 @@ def test_a_run_stopped_in_its_meaning_pass_is_searchable_and_the_next_run_finish
         assert embedded == 16 < total
         modes = {r.mode for r in search(SqlRanker(store), embedder, PROBE, k=12)}
         assert modes == {"hybrid", "keyword"}
-        assert {r.path for r in search(SqlRanker(store), embedder, PROBE, k=12, mode="keyword")} == {str(p) for p in tree.rglob("*.md")}
+        assert {r.path for r in search(SqlRanker(store), embedder, PROBE, k=12, mode=Mode.KEYWORD)} == {str(p) for p in tree.rglob("*.md")}
 
     app_status = asyncio.run(_status_line_of_the_app(db, embedder))
     assert f"meaning: {round(100 * 16 / total)}% of passages" in app_status

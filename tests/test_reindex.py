@@ -20,6 +20,7 @@ from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
+from oboyu.modes import Mode
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 
@@ -112,7 +113,7 @@ def test_a_rename_moves_rows_without_embedding_and_a_changed_file_replaces_its_c
         assert paths_in(store) == {str(notes / "archive-tax.md"), str(notes / "meeting.md")}
         after = dict(store.con.execute("SELECT c.text, e.vector FROM chunks c JOIN embeddings e ON e.chunk_id = c.id").fetchall())
         texts = [r[0] for r in store.con.execute("SELECT text FROM chunks").fetchall()]
-        results = search(SqlRanker(store), embedder, "領収書", k=1, mode="keyword")
+        results = search(SqlRanker(store), embedder, "領収書", k=1, mode=Mode.KEYWORD)
     assert after["領収書をまとめておく。"] == dict(before)["領収書をまとめておく。"]  # the same vector, moved
     assert not any("翌日" in t for t in texts)  # the old text of the changed file is gone
     assert results[0].path == str(notes / "archive-tax.md")
@@ -202,7 +203,7 @@ def test_pdf_text_is_indexed_with_its_pages_and_bad_pdfs_are_skipped(tmp_path: P
     assert reasons["broken.pdf"].startswith("cannot read PDF")
     assert stats.added == 1
     with Store(db, read_only=True) as store:
-        results = search(SqlRanker(store), embedder, "restore the database", k=1, mode="keyword", group=False)
+        results = search(SqlRanker(store), embedder, "restore the database", k=1, mode=Mode.KEYWORD, group=False)
         pages = store.con.execute("SELECT min(page_start), max(page_end) FROM chunks").fetchone()
     assert pages == (1, 2)
     top = results[0]

@@ -13,6 +13,7 @@ from conftest import EXAMPLE_NOTES, run_oboyu
 
 from oboyu.documents.keywords import match_spans, term_counts, words
 from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.modes import Mode
 from oboyu.search.confidence import FEATURES, model_for
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
@@ -34,7 +35,7 @@ def test_spellings_of_one_word_meet() -> None:
 
 def test_the_default_model_has_a_fitted_table(embedder) -> None:
     """The model a fresh install builds is the one calibration.json was fitted for."""
-    for mode in ("hybrid", "vector", "keyword"):
+    for mode in Mode:
         model = model_for(embedder.info.model_id, mode)
         assert model.features == FEATURES[mode] and 0 < model.threshold < 1
 
@@ -54,7 +55,7 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     assert [int(line.split(".")[0]) for line in listing] == list(range(1, len(listing) + 1))
     marks = ["(weak)" in line for line in listing]
     assert marks == sorted(marks) and marks[0] is False and marks[-1] is True
-    for mode in ("hybrid", "vector", "keyword"):
+    for mode in Mode:
         absent = run_oboyu(oboyu_env, "query", ABSENT, "--mode", mode)
         assert absent.returncode == 1 and absent.stdout == ""
         assert f'no good match for "{ABSENT}"' in absent.stderr or "no results" in absent.stderr
@@ -82,7 +83,7 @@ def test_a_compound_the_dictionary_does_not_know_is_found_by_its_parts(tmp_path:
     db = tmp_path / "index.duckdb"
     Indexer(IndexFile(db), embedder).index([notes])
     with Store(db, read_only=True) as store:
-        found = search(SqlRanker(store), None, "ファイルシステム", 5, mode="keyword")
+        found = search(SqlRanker(store), None, "ファイルシステム", 5, mode=Mode.KEYWORD)
     # the note that holds the words first; the compound by its parts after it, the part marked
     assert [Path(r.path).name for r in found] == ["fs.md", "journal.md"]
     assert [found[1].snippet[a:b] for a, b in found[1].matches] == ["ファイルシステム"]
@@ -185,7 +186,7 @@ def test_the_first_result_does_not_depend_on_how_many_are_asked(tmp_path: Path, 
     with Store(db, read_only=True) as store:
         for query in (row["query"] for row in read_jsonl(personal / "queries.jsonl")):
             ten = search(SqlRanker(store), embedder, query, 10)
-            assert [r.fused for r in ten] == sorted((r.fused for r in ten), reverse=True)  # the order shown is the score's
+            assert [r.ranking_score for r in ten] == sorted((r.ranking_score for r in ten), reverse=True)  # the order shown is the score's
             assert search(SqlRanker(store), embedder, query, 1)[0].path == ten[0].path, query
 
 
@@ -193,7 +194,7 @@ def test_a_build_of_the_default_model_with_another_fingerprint_uses_its_table(em
     """The default model's calibrated scales come from fp32 inference, whose last bits differ
     between CPUs: a build on another CPU class has another fingerprint, and keeps the fitted table."""
     name = embedder.info.model_id.split("@")[0]
-    for mode in ("hybrid", "vector", "keyword"):
+    for mode in Mode:
         assert model_for(f"{name}@000000000000", mode) == model_for(embedder.info.model_id, mode)
         assert model_for(f"{name}@000000000000+openvino", mode) == model_for(embedder.info.model_id, mode)
-    assert model_for("someone/another-model@000000000000", "hybrid").threshold == 0.0  # no table: nothing called weak
+    assert model_for("someone/another-model@000000000000", Mode.HYBRID).threshold == 0.0  # no table: nothing called weak

@@ -13,6 +13,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.records import ChunkRecord, DocumentRecord
 from oboyu.index.schema import SCHEMA_VERSION
 from oboyu.index.store import Store
+from oboyu.modes import Mode
 from oboyu.search import Filters, SqlRanker, make_filters, make_snippet, search
 from oboyu.search.evaluate import Query, doc_file_name, evaluate
 from oboyu.search.fusion import convex, convex_with_files, rrf
@@ -82,11 +83,11 @@ def test_a_file_leg_lifts_every_passage_of_its_files() -> None:
 
 
 def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
-    results = search(SqlRanker(store), None, "猫", k=5, mode="keyword")
+    results = search(SqlRanker(store), None, "猫", k=5, mode=Mode.KEYWORD)
     assert [r.path for r in results] == ["/corpus/a.txt", "/corpus/b.txt"]
     assert results[0].ranks == {"keyword": 1} and results[0].mode == "keyword"
     with pytest.raises(Exception, match="needs the embedding model"):
-        search(SqlRanker(store), None, "猫", mode="hybrid")
+        search(SqlRanker(store), None, "猫", mode=Mode.HYBRID)
 
 
 def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
@@ -100,7 +101,7 @@ def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
             Query("q2", "猫", frozenset({"d/1"})),  # d/4 scores 0.9056 > d/1 0.7544 (BM25 by hand): rank 2
             Query("q3", "魚", frozenset({"d/3"})),  # no match
         ]
-        (scores,) = evaluate(store, None, queries, ["keyword"])
+        (scores,) = evaluate(store, None, queries, [Mode.KEYWORD])
     assert scores.queries == 3
     assert scores.recall_at_1 == pytest.approx(1 / 3)
     assert scores.recall_at_10 == pytest.approx(2 / 3)
@@ -193,8 +194,8 @@ def test_resident_index_ranks_like_the_tables_and_reloads_after_writes(store: St
     add_document(store, "/corpus/d.txt", [("猫猫猫", {"猫": 3})])
     assert resident.refresh(store).generation != before
     assert "/corpus/d.txt#0" in dict(resident.keyword_scores(["猫"], 10))
-    in_memory = search(resident, None, "猫", k=5, mode="keyword")
-    from_tables = search(SqlRanker(store), None, "猫", k=5, mode="keyword")
+    in_memory = search(resident, None, "猫", k=5, mode=Mode.KEYWORD)
+    from_tables = search(SqlRanker(store), None, "猫", k=5, mode=Mode.KEYWORD)
     assert [r.to_json() for r in in_memory] == [r.to_json() for r in from_tables]
 
 
@@ -214,7 +215,7 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
 
         def found(k: int = 1, **values) -> list[str]:
             filters = make_filters(**values)
-            return [r.path for r in search(SqlRanker(store), None, "猫", k, filters=filters, mode="keyword")]
+            return [r.path for r in search(SqlRanker(store), None, "猫", k, filters=filters, mode=Mode.KEYWORD)]
 
         assert found() == ["/notes/a.md"]
         # the best file excluded, the next one still comes back: filters are not a cut of the top k
@@ -229,5 +230,5 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         with pytest.raises(OboyuError, match="not an indexed folder"):
             store.roots_named(["nowhere"])
         window = Filters(since_ns=5 * day, until_ns=15 * day)
-        assert [r.path for r in search(SqlRanker(store), None, "猫", 3, filters=window, mode="keyword")] == ["/notes/a.md"]
+        assert [r.path for r in search(SqlRanker(store), None, "猫", 3, filters=window, mode=Mode.KEYWORD)] == ["/notes/a.md"]
         assert found(3, since="1970-01-15T00:00+00:00") == ["/work/c.txt"]

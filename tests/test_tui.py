@@ -16,8 +16,11 @@ from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
-from oboyu.tui.app import OboyuApp, editor_arguments
-from oboyu.tui.screens import FilterScreen, FolderPicker, HelpScreen, IndexScreen
+from oboyu.modes import Mode
+from oboyu.tui.app import OboyuApp
+from oboyu.tui.indexes import FolderPicker, IndexScreen
+from oboyu.tui.opening import editor_arguments
+from oboyu.tui.screens import FilterScreen, HelpScreen
 from oboyu.tui.widgets import Preview, ResultList
 
 
@@ -94,8 +97,10 @@ def test_a_late_answer_never_replaces_a_newer_one(db: Path, embedder: Embedder) 
             newest = app.shown
             older = type(newest)(newest.serial - 1, "カレー", newest.mode, newest.filters)
             from oboyu.search.live import Answer
+            from oboyu.tui.messages import AnswerReady
 
-            app._show_answer(older, Answer(results=[]), 0.0)
+            app.post_message(AnswerReady(older, Answer(results=[]), 0.0))
+            await pilot.pause()
             assert app.shown is newest
             assert first_paths(app)[0] == "kyoto-trip.md"
 
@@ -276,7 +281,7 @@ def test_editor_arguments() -> None:
 # --- snapshots of the main screens (keyword mode: its scores do not depend on the CPU's float kernels)
 
 def snapshot_app(db: Path, embedder: Embedder, theme: str = "textual-dark") -> OboyuApp:
-    app = OboyuApp(db, embedder, mode="keyword")
+    app = OboyuApp(db, embedder, mode=Mode.KEYWORD)
     app.theme = theme
     return app
 
@@ -358,7 +363,7 @@ def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> No
             assert "visible" in names and "notes" in names and not any(n.startswith(".") for n in names)
 
     asyncio.run(run())
-    pages = Result(rank=1, score=0.5, path="/d/report.pdf", start_line=1, end_line=9, heading="h", title=None,
+    pages = Result(rank=1, confidence=0.5, path="/d/report.pdf", start_line=1, end_line=9, heading="h", title=None,
                    snippet="s", chunk_id="c", page_start=1, page_end=2)
     console = Console(width=100, record=True)
     console.print(result_prompt(pages))

@@ -28,7 +28,7 @@ def mrr_by_share(resident: ResidentIndex, embedder, queries: list[tuple[str, set
     for text, relevant in queries:
         results = hybrid.search(resident, embedder, text, 10)
         for i, share in enumerate(SHARES):
-            key = (lambda r: -r.score) if share is None else (lambda r, share=share: -(r.fused + share * r.score))
+            key = (lambda r: -r.confidence) if share is None else (lambda r, share=share: -(r.ranking_score + share * r.confidence))
             ranked = [doc_id_of(r.path) for r in sorted(results, key=key)]
             totals[i] += next((1 / rank for rank, doc in enumerate(ranked, start=1) if doc in relevant), 0.0)
     return [total / len(queries) for total in totals]

@@ -24,6 +24,7 @@ from benchmarks import harness
 from oboyu.index import schema
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
+from oboyu.modes import Mode
 from oboyu.search.evaluate import evaluate
 
 DROP = {"助詞", "助動詞", "補助記号", "記号", "空白"}
@@ -87,7 +88,7 @@ def main() -> None:
             postings, speed = rebuild(copy, words)
             query.words = words
             with Store(copy, read_only=True) as store:
-                scores = {s.mode: s for s in evaluate(store, embedder, harness.dev_queries(name), ["keyword", "hybrid"])}
+                scores = {s.mode: s for s in evaluate(store, embedder, harness.dev_queries(name), [Mode.KEYWORD, Mode.HYBRID])}
             query.words = keywords.words
             print(harness.table_row([name, label, f"{scores['keyword'].mrr_at_10:.3f}", f"{scores['keyword'].recall_at_10:.3f}",
                                      f"{scores['hybrid'].mrr_at_10:.3f}", f"{scores['hybrid'].recall_at_10:.3f}", f"{postings:,}",

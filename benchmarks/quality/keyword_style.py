@@ -18,6 +18,7 @@ from benchmarks.corpora import keyword_queries
 from oboyu.documents.keywords import words
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
+from oboyu.modes import Mode
 from oboyu.search.evaluate import doc_id_of
 from oboyu.search.fusion import rrf
 from oboyu.search.query import CANDIDATES, rank_chunks, search
@@ -42,8 +43,8 @@ def main() -> None:
             resident = ResidentIndex().refresh(store)
             scores = {"hybrid": [0.0, 0.0], "rrf": [0.0, 0.0]}
             for text, relevant in queries:
-                hybrid = [doc_id_of(r.path) for r in search(resident, embedder, text, 10, mode="hybrid")]
-                legs = rank_chunks(resident, embedder, text, words(text), CANDIDATES, None, "hybrid")
+                hybrid = [doc_id_of(r.path) for r in search(resident, embedder, text, 10, mode=Mode.HYBRID)]
+                legs = rank_chunks(resident, embedder, text, words(text), CANDIDATES, None, Mode.HYBRID)
                 files = resident.files_of_chunks([cid for leg in ("vector", "keyword") for cid, _ in legs[leg]])
                 fused = rrf({leg: legs[leg] for leg in ("vector", "keyword")})
                 plain = list(dict.fromkeys(doc_id_of(files[cid]) for cid, _ in fused if cid in files))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmarks import harness
 from oboyu.index.store import Store
+from oboyu.modes import Mode
 from oboyu.search.filters import make_filters
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
@@ -27,8 +28,8 @@ def main() -> None:
     with Store(args.db, read_only=True) as store:
         for patterns in (["*.txt"], ["!a*"]):
             filters = make_filters(patterns)
-            first = harness.seconds(lambda: search(SqlRanker(store), None, QUERIES[0], 10, filters, mode="keyword")) * 1000
-            times = [harness.seconds(lambda: search(SqlRanker(store), None, query, 10, filters, mode="keyword")) * 1000
+            first = harness.seconds(lambda: search(SqlRanker(store), None, QUERIES[0], 10, filters, mode=Mode.KEYWORD)) * 1000
+            times = [harness.seconds(lambda: search(SqlRanker(store), None, query, 10, filters, mode=Mode.KEYWORD)) * 1000
                      for _ in range(args.runs) for query in QUERIES]
             print(f"--path {' '.join(patterns)}: first query {first:.1f} ms, then p50 {harness.median(times):.1f} ms")
 

@@ -21,6 +21,7 @@ from oboyu.errors import IndexBusyError
 from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.store import open_for_reading
 from oboyu.models.loading import load_default_embedder
+from oboyu.modes import Mode
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 
@@ -50,7 +51,7 @@ def oboyu(env: dict, *args: str) -> tuple[float, str]:
 def found(db: Path, embedder, word: str) -> bool:
     try:
         with open_for_reading(db, wait_seconds=2) as store:
-            return any(word in r.snippet for r in search(SqlRanker(store), embedder, word, k=5, mode="keyword"))
+            return any(word in r.snippet for r in search(SqlRanker(store), embedder, word, k=5, mode=Mode.KEYWORD))
     except IndexBusyError:
         return False
 

@@ -22,11 +22,12 @@ from textual.keys import _character_to_key  # how Pilot names a typed character
 
 from benchmarks import harness
 from oboyu.models.loading import load_default_embedder
+from oboyu.modes import Mode
 from oboyu.search.evaluate import read_queries
 from oboyu.tui.app import OboyuApp
 
 
-async def keystrokes(db: Path, queries: list[str], gap: float, mode: str) -> tuple[list[float], list[float]]:
+async def keystrokes(db: Path, queries: list[str], gap: float, mode: Mode) -> tuple[list[float], list[float]]:
     app = OboyuApp(db, load_default_embedder(), mode=mode)
     latencies, searches = [], []
     async with app.run_test(size=(120, 36)) as pilot:
@@ -88,7 +89,7 @@ def main() -> None:
     parser.add_argument("--queries", type=Path, default=harness.dev_set("manpages-ja") / "queries.jsonl")
     parser.add_argument("-n", type=int, default=40, help="queries to type")
     parser.add_argument("--gap", type=float, default=0.15, help="seconds between keys")
-    parser.add_argument("--mode", default="hybrid")
+    parser.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.HYBRID)
     parser.add_argument("--start-runs", type=int, default=5)
     args = parser.parse_args()
     queries = [q.text for q in read_queries(args.queries)[: args.n]]

@@ -14,10 +14,11 @@ from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
 from oboyu.config import settings
 from oboyu.errors import OboyuError
+from oboyu.modes import MODE_NAMES, Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
-from oboyu.search.query import MODES, Result
+from oboyu.search.query import Result
 from oboyu.search.rankers import SqlRanker
 from oboyu.text import clean_input, json_safe, visible, visible_pieces
 
@@ -47,7 +48,7 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--until", metavar="DATE", help="Only files modified before DATE.")
 @click.option("--root", "roots", multiple=True, metavar="NAME",
               help="Only files of this indexed folder (its name or path; `oboyu status` lists them); repeatable.")
-@click.option("--mode", type=click.Choice(MODES), default=None,
+@click.option("--mode", "mode_name", type=click.Choice(MODE_NAMES), default=None,
               help="Meaning (vector), words (keyword), or both fused (default: hybrid, or query.mode in the settings).")
 @click.option("--chunks", "by_chunk", is_flag=True, help="List passages rather than one result per file.")
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score, and the evidence of the confidence.")
@@ -57,7 +58,7 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the best passages with the installed reranker (default: when one is installed).")
 def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, roots: tuple[str, ...], mode: str | None, by_chunk: bool, explain: bool,
+          since: str | None, until: str | None, roots: tuple[str, ...], mode_name: str | None, by_chunk: bool, explain: bool,
           from_stdin: bool, rerank: bool | None, show_all: bool) -> None:
     """Search the index.
 
@@ -68,7 +69,8 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 
-    k, mode = k or settings().k, mode or settings().mode  # the settings' defaults where none is given
+    k = k or settings().k  # the settings' defaults where none is given
+    mode = Mode(mode_name) if mode_name else settings().mode
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
     path = db_path(db)
@@ -78,9 +80,9 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
         for option, value in (("--since", since), ("--until", until)):
             if value and (meaning := describe_age(value)):
                 click.echo(f"oboyu: {option} {meaning} ago", err=True)  # 6m is minutes, 6mo months
-        embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode != "keyword" else None
+        embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode.uses_vectors else None
         embedded, chunks = store.vector_coverage()
-        if mode != "keyword" and embedded < chunks:
+        if mode.uses_vectors and embedded < chunks:
             click.echo(f"oboyu: meaning search reaches {meaning_share(embedded, chunks)} of passages so far; the rest are "
                        "found by their words until their vectors are made (by the `oboyu index` under way, or by "
                        "`oboyu index` after an interrupted one)", err=True)
@@ -113,11 +115,11 @@ def _say_no_match(question: str, results: list[Result]) -> None:
         click.echo("no results", err=True)
         return
     closest = results[0]
-    click.echo(f'no good match for "{visible(question)}" (closest: {visible(closest.location)}, confidence {closest.score:.2f}; '
+    click.echo(f'no good match for "{visible(question)}" (closest: {visible(closest.location)}, confidence {closest.confidence:.2f}; '
                "--all lists the weak matches)", err=True)
 
 
-def _answer_lines(live: LiveIndex, filters: Filters, mode: str, k: int, group: bool, show_all: bool) -> None:
+def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: bool, show_all: bool) -> None:
     """One JSON array a line of standard input, always: a blank or failing line gets `[]`, and its
     error goes to stderr as a JSON object with the line's number, so answers stay aligned with
     questions. Lines are read as bytes; what is not UTF-8 becomes U+FFFD."""
@@ -140,7 +142,7 @@ def _print_results(results: list[Result], explain: bool) -> None:
     for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
         location = visible(r.location)
         weak = "  (weak)" if r.weak else ""
-        out.write(f"{number:>2}. {r.score:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
+        out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
         heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
@@ -156,7 +158,7 @@ def _print_results(results: list[Result], explain: bool) -> None:
                 for leg in r.ranks
             )
             evidence = ", ".join(f"{name} {value:g}" for name, value in r.evidence.items())
-            out.write(f"    [{r.mode}: {legs}; fused {r.fused:g}; evidence: {evidence}]\n")
+            out.write(f"    [{r.mode}: {legs}; fused {r.ranking_score:g}; evidence: {evidence}]\n")
 
 
 @click.command("eval")
@@ -164,7 +166,7 @@ def _print_results(results: list[Result], explain: bool) -> None:
               help="Documents (JSON lines, gzip allowed): id, text.")
 @click.option("--queries", "queries", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="Queries (JSON lines): query, relevant_doc_id or relevant_doc_ids.")
-@click.option("--mode", "modes", multiple=True, type=click.Choice(MODES),
+@click.option("--mode", "modes", multiple=True, type=click.Choice(MODE_NAMES),
               help="Modes to measure (default: all three); repeatable.")
 @db_option
 @click.option("--model", metavar="ID", help="Embed with this installed model (default: the --db index's, or the default model).")
@@ -202,7 +204,7 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
                     f"indexed {count} documents, {chunks} chunks in {stats.seconds:.1f}s "
                     f"({chunks / max(stats.seconds, 1e-9):.1f} chunks/s)"
                 )
-            scores = evaluate(store, embedder, query_list, list(modes) or list(MODES), absent)
+            scores = evaluate(store, embedder, query_list, [Mode(name) for name in modes] or list(Mode), absent)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
         return

@@ -21,6 +21,7 @@ from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.modes import Mode
 from oboyu.paths import is_within
 from oboyu.search.filters import make_filters
 from oboyu.search.live import LiveIndex
@@ -62,13 +63,13 @@ class OboyuTools:
         if not 1 <= k <= MAX_K:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         filters = make_filters([path] if path else [], type, since)
-        results = self.live.search(query, mode, k, filters).results
+        results = self.live.search(query, Mode.named(mode), k, filters).results
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
         roots = self.live.file_roots()
         results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
-             "location": r.part or None, "snippet": r.snippet, "confidence": r.score, "weak": r.weak}
+             "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak}
             for r in results
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from oboyu.models.manifest import split_engine
+from oboyu.modes import Mode
 
 PRIOR_PASSAGES = 50  # how many typical cosines a query's spread is topped up with (3 notes: mostly prior)
 # the margin is taken over the n-th best other file, not the next one: a copy of the answer, or a
@@ -90,14 +91,14 @@ def reference_for(model_id: str | None) -> tuple[float, float] | None:
     return (found["mean"], found["std"]) if found else None
 
 
-def model_for(model_id: str | None, mode: str) -> Model:
+def model_for(model_id: str | None, mode: Mode) -> Model:
     """The fitted model for an embedding model and mode (a model without a table: the words-only
     keyword model, fitted on the default model's sets, which calls nothing weak outside keyword
     mode)."""
     table = _table()
     entry = table.get("models", {}).get(_calibrated_as(model_id), {}).get(mode)
     if entry is None:
-        entry = dict(table["words_only"], threshold=table["words_only"]["threshold"] if mode == "keyword" else 0.0)
+        entry = dict(table["words_only"], threshold=table["words_only"]["threshold"] if mode == Mode.KEYWORD else 0.0)
     return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])
 
 

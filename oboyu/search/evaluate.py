@@ -21,6 +21,7 @@ from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexStats
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
+from oboyu.modes import Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.query import search
 from oboyu.search.resident import ResidentIndex
@@ -37,7 +38,7 @@ class Query:
 
 @dataclass
 class ModeScores:
-    mode: str
+    mode: Mode
     queries: int
     recall_at_1: float
     recall_at_10: float
@@ -106,7 +107,7 @@ def read_absent(path: Path) -> list[str]:
     return questions
 
 
-def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[str],
+def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[Mode],
              absent: list[str] | None = None) -> list[ModeScores]:
     """Metrics per mode; the index is held in memory, as a long-lived process would (the store
     is open read-only throughout, so nothing can change it between queries). With absent

@@ -22,6 +22,7 @@ from oboyu.index.records import RootSummary
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.modes import Mode
 from oboyu.search.filters import Filters
 from oboyu.search.query import Result, search
 from oboyu.search.rankers import SqlRanker
@@ -120,7 +121,7 @@ class LiveIndex:
 
     # --- what callers ask --------------------------------------------------------------------
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 10, filters: Filters | None = None,
+    def search(self, query: str, mode: Mode = Mode.HYBRID, k: int = 10, filters: Filters | None = None,
                group: bool = True) -> Answer:
         if not self.exists():
             raise OboyuError(f"no index at {self.db_path}; add a folder first")

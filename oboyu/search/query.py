@@ -17,13 +17,13 @@ from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.modes import Mode
 from oboyu.search.confidence import gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
 
-MODES = ("hybrid", "vector", "keyword")
 CANDIDATES = 100  # chunks each leg contributes to fusion
 # hybrid: legs each scaled to [0, 1]: passages by meaning, passages by words, and files by the
 # meaning (`lead`) and the words (`lead_words`) of their first passage, where a document says
@@ -46,10 +46,13 @@ CONFIDENCE_SHARE = 0.2
 ORDER_DEPTH = 10  # files whose confidence is weighed: the first result does not depend on -k
 
 
+JSON_KEYS = {"confidence": "score", "ranking_score": "fused"}
+
+
 @dataclass
 class Result:
     rank: int
-    score: float  # the confidence: the estimated probability that the result is relevant (`search.confidence`)
+    confidence: float  # the estimated probability that the result is relevant (`search.confidence`); JSON `score`
     path: str
     start_line: int
     end_line: int
@@ -57,7 +60,7 @@ class Result:
     title: str | None
     snippet: str
     chunk_id: str
-    mode: str = "vector"  # how it was judged: the search's mode, or keyword for a passage whose vector is not made yet
+    mode: Mode = Mode.VECTOR  # how it was judged: the search's mode, or keyword for a passage whose vector is not made yet
     matches: list[tuple[int, int]] = field(default_factory=list)  # query words in the snippet
     ranks: dict[str, int | None] = field(default_factory=dict)  # each leg's rank of this chunk
     leg_scores: dict[str, float | None] = field(default_factory=dict)  # each leg's raw score
@@ -67,7 +70,7 @@ class Result:
     file_type: str = ""
     weak: bool = False  # its confidence is under the weak-match threshold
     evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
-    fused: float = 0.0  # the mode's ranking score, which orders the results (hybrid: fusion, plus a share of the confidence)
+    ranking_score: float = 0.0  # what orders the results: the mode's score (hybrid: fusion plus a share of the confidence); JSON `fused`
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
 
     @property
@@ -83,7 +86,9 @@ class Result:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The result as `--json` and MCP give it; the keys `score` and `fused` predate the
+        attributes' names and stay, as scripts read them."""
+        return {JSON_KEYS.get(key, key): value for key, value in asdict(self).items()}
 
 
 def search(
@@ -92,7 +97,7 @@ def search(
     query: str,
     k: int = 10,
     filters: Filters | None = None,
-    mode: str = "hybrid",
+    mode: Mode = Mode.HYBRID,
     group: bool = True,
     reranker: Reranker | None = None,
 ) -> list[Result]:
@@ -103,12 +108,10 @@ def search(
         raise OboyuError("the query is empty")
     if k < 1:
         raise OboyuError("-k must be at least 1")
-    if mode not in MODES:
-        raise OboyuError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     indexed_with = ranker.model_id()
     if indexed_with is None:
         return []
-    if mode in ("hybrid", "vector"):
+    if mode.uses_vectors:
         if embedder is None:
             raise OboyuError(f"{mode} search needs the embedding model")
         if indexed_with != embedder.info.model_id:
@@ -119,14 +122,14 @@ def search(
     terms = words(query)  # once: for the keyword leg and for every snippet
     rarity = ranker.term_rarity(terms)
     full_match = best_bm25(rarity)
-    vector = embedder.embed_queries([query])[0] if embedder is not None and mode in ("hybrid", "vector") else None
+    vector = embedder.embed_queries([query])[0] if embedder is not None and mode.uses_vectors else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode == "hybrid" else 0.0, len(set(terms)))
+    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode is Mode.HYBRID else 0.0, len(set(terms)))
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
-    depth = max(k, ORDER_DEPTH) if mode == "hybrid" and reranker is None else k
+    depth = max(k, ORDER_DEPTH) if mode is Mode.HYBRID and reranker is None else k
     if group:  # twice the files asked for: copies of one file fold into one result
         chosen, others = _best_per_file(files, fused, 2 * depth)
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
@@ -143,25 +146,25 @@ def search(
                       reference_for(indexed_with), full_match)
     judge = model_for(indexed_with, mode)
     # an index still being built: a passage whose vector is not made yet has only keyword evidence
-    by_keyword = model_for(indexed_with, "keyword")
-    waiting = set() if mode == "keyword" else {cid for cid, _ in chosen} - ranker.embedded([cid for cid, _ in chosen])
+    by_keyword = model_for(indexed_with, Mode.KEYWORD)
+    waiting = set() if mode is Mode.KEYWORD else {cid for cid, _ in chosen} - ranker.embedded([cid for cid, _ in chosen])
     # a file leg ranks files: a passage shows its file's rank and score there
     key = {leg: (lambda cid: files.get(cid)) if leg in FILE_LEGS else (lambda cid: cid) for leg in legs}
     leg_ranks = {leg: {key[leg](cid): r for r, (cid, _) in enumerate(ranking, start=1)} for leg, ranking in legs.items()}
     leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
     judges = {cid: by_keyword if cid in waiting else judge for cid, _ in chosen}
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
-    if mode == "hybrid" and reranker is None:  # a cross-encoder's order stands as it gave it
+    if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = with_confidence(chosen, confidences)
     results = []
     for rank, (cid, score) in enumerate(chosen[:k], start=1):
         hit = hits[cid]
         snippet, matches = make_snippet(hit.text, query, terms=terms)
-        found_by = "keyword" if cid in waiting else mode
+        found_by = Mode.KEYWORD if cid in waiting else mode
         confidence = confidences[cid]
         results.append(
             Result(
-                rank=rank, score=round(confidence, 4), path=hit.path, start_line=hit.start_line,
+                rank=rank, confidence=round(confidence, 4), path=hit.path, start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
                 snippet=snippet, chunk_id=cid, mode=found_by, matches=matches,
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
@@ -169,7 +172,7 @@ def search(
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
                 file_type=hit.file_type, weak=confidence < judges[cid].threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
-                fused=round(float(score), 4), copies=copies.get(cid, []),
+                ranking_score=round(float(score), 4), copies=copies.get(cid, []),
             )
         )
     return results
@@ -186,21 +189,21 @@ def _rounded(value: float | None) -> float | None:
 
 
 def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: list[str], n: int,
-                filters: Filters | None, mode: str, vector: np.ndarray | None = None) -> dict[str, Scores]:
+                filters: Filters | None, mode: Mode, vector: np.ndarray | None = None) -> dict[str, Scores]:
     """Each leg's n best chunks for the mode (the caller has checked the model); `vector`: the
     query's, when the caller has embedded it already."""
     legs: dict[str, Scores] = {}
-    if mode in ("hybrid", "vector"):
+    if mode.uses_vectors:
         assert embedder is not None
         if vector is None:
             vector = embedder.embed_queries([query])[0]
         legs["vector"] = ranker.vector_scores(vector, n, filters)
-        if mode == "hybrid":
+        if mode is Mode.HYBRID:
             legs["lead"] = ranker.vector_scores(vector, n, filters, leads_only=True)
-    if mode in ("hybrid", "keyword"):
+    if mode is not Mode.VECTOR:
         fallback = fallback_terms(terms)  # the words' bigrams, for compounds the dictionary did not know
         legs["keyword"] = ranker.keyword_scores([*terms, *fallback], n, filters, weights=fallback)
-        if mode == "hybrid":
+        if mode is Mode.HYBRID:
             legs["lead_words"] = ranker.keyword_scores([*terms, *fallback], n, filters, weights=fallback, leads_only=True)
     return legs
 
@@ -219,12 +222,12 @@ def best_bm25(rarity: dict[str, float]) -> float:
     return sum(value * (BM25_K1 + 1) for value in rarity.values())
 
 
-def fuse(legs: dict[str, Scores], mode: str, files: dict[str, str], keyword_top: float = 0.0,
+def fuse(legs: dict[str, Scores], mode: Mode, files: dict[str, str], keyword_top: float = 0.0,
          query_words: int = 1) -> Scores:
     """The mode's ranking; in hybrid, the legs fused, `query_words` (distinct words of the query)
     setting how much the words of files' first passages count."""
-    if mode != "hybrid":
-        return list(legs[mode])
+    if mode is not Mode.HYBRID:
+        return list(legs[mode])  # its one leg, named as the mode
     passages = {leg: legs[leg] for leg in ("vector", "keyword")}
     weights = {**HYBRID_WEIGHTS,
                "lead_words": HYBRID_WEIGHTS["lead_words"] * min(1.0, LEAD_WORDS_FULL_UNTIL / max(1, query_words))}

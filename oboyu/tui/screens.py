@@ -1,31 +1,21 @@
-"""Screens over the search screen: help, filters, a folder picker, a prompt, and the indexes."""
+"""Dialogs over the search screen: help, filters, a prompt for a line of text, a yes-or-no question
+(the indexes screen is in indexes.py)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
-from datetime import datetime
 from importlib import resources
-from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, DirectoryTree, Footer, Input, Label, Markdown, ProgressBar, Static
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Label, Markdown
 
 from oboyu.errors import OboyuError
-from oboyu.index.reports import IndexProgress
 from oboyu.search.filters import Filters, make_filters
-from oboyu.search.live import IndexSummary
 from oboyu.text import visible
-from oboyu.tui.widgets import display_path
-
-if TYPE_CHECKING:
-    from oboyu.tui.app import OboyuApp
+from oboyu.tui.messages import FiltersChosen
 
 
 class HelpScreen(ModalScreen[None]):
@@ -38,14 +28,15 @@ class HelpScreen(ModalScreen[None]):
             yield Footer()
 
 
-class FilterScreen(ModalScreen[Filters | None]):
-    """Path patterns, file types and a modification-time range; applied before ranking."""
+class FilterScreen(ModalScreen[None]):
+    """Path patterns, file types and a modification-time range; applied before ranking. What is
+    chosen goes to the app as FiltersChosen."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, current: Filters, texts: dict[str, str]):
+    def __init__(self, texts: dict[str, str]):
         super().__init__()
-        self.current, self.texts = current, texts
+        self.texts = texts  # what the current filters were read from
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -74,10 +65,9 @@ class FilterScreen(ModalScreen[Filters | None]):
         if event.button.id == "apply":
             self.apply()
         elif event.button.id == "clear":
-            self.texts.clear()
-            self.dismiss(Filters())
+            self.choose(Filters(), {})
         else:
-            self.dismiss(None)
+            self.dismiss()
 
     def apply(self) -> None:
         values = self.values()
@@ -87,12 +77,15 @@ class FilterScreen(ModalScreen[Filters | None]):
         except OboyuError as exc:
             self.query_one("#error", Label).update(Text(visible(str(exc))))
             return
-        self.texts.clear()
-        self.texts.update(values)
-        self.dismiss(filters)
+        self.choose(filters, values)
+
+    def choose(self, filters: Filters, texts: dict[str, str]) -> None:
+        # to the app itself, not bubbled: this screen closes before it would pass a message on
+        self.app.post_message(FiltersChosen(filters, texts))
+        self.dismiss()
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.dismiss()
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -111,55 +104,6 @@ class PromptScreen(ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class VisibleDirectoryTree(DirectoryTree):
-    """Folders as a file manager shows them: hidden entries (.bashrc, .cargo) left out."""
-
-    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
-        return [path for path in paths if not path.name.startswith(".")]
-
-
-class FolderPicker(ModalScreen[Path | None]):
-    """Choose a folder: browse the tree (Enter opens, a click picks) or type its path."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-
-    def __init__(self, start: Path):
-        super().__init__()
-        self.start = start
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog", classes="picker"):
-            yield Label("Add a folder to the index", classes="title")
-            yield Input(str(self.start), id="folder")
-            yield VisibleDirectoryTree(self.start, id="tree")
-            yield Label("", id="error")
-            with Horizontal(classes="buttons"):
-                yield Button("Add", variant="primary", id="add")
-                yield Button("Cancel", id="cancel")
-
-    def on_directory_tree_directory_selected(self, event: DirectoryTree.DirectorySelected) -> None:
-        self.query_one("#folder", Input).value = str(event.path)
-
-    def on_input_submitted(self) -> None:
-        self.choose()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "add":
-            self.choose()
-        else:
-            self.dismiss(None)
-
-    def choose(self) -> None:
-        path = Path(os.path.expanduser(self.query_one("#folder", Input).value.strip()))
-        if not path.is_dir():
-            self.query_one("#error", Label).update(Text(visible(f"not a folder: {path}")))
-            return
-        self.dismiss(path.resolve())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -184,95 +128,3 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, answer: bool) -> None:
         self.dismiss(answer)
-
-
-class IndexScreen(Screen):
-    """The indexed folders with their counts; add, remove and reindex them in the background."""
-
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
-        Binding("a", "add", "Add folder"),
-        Binding("d", "remove", "Remove"),
-        Binding("r", "reindex", "Reindex"),
-        Binding("R", "reindex_all", "Reindex all"),
-        Binding("s", "stop", "Stop"),
-    ]
-
-    @property
-    def oboyu(self) -> OboyuApp:
-        return cast("OboyuApp", self.app)
-
-    def compose(self) -> ComposeResult:
-        yield Label("", id="index-title")
-        yield DataTable(id="roots", cursor_type="row", zebra_stripes=True)
-        with Horizontal(id="progress-row"):
-            yield ProgressBar(id="progress", show_eta=False)
-            yield Static("", id="progress-text")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.show_roots(self.oboyu.summary)  # as last read; the app reads it again and calls back
-        self.oboyu.refresh_summary()
-        self.show_progress(self.oboyu.index_progress)
-
-    def show_roots(self, summary: IndexSummary) -> None:
-        self.query_one("#index-title", Label).update(
-            Text(f"{display_path(self.oboyu.live.db_path)} · {summary.documents:,} documents · {summary.chunks:,} chunks")
-        )
-        table = self.query_one("#roots", DataTable)
-        table.clear(columns=True)
-        # widths set here, from the rows, so the table never draws before it has measured them
-        folders = [display_path(r.path) for r in summary.roots]
-        table.add_column("Folder", width=max([cell_len(f) for f in folders] + [6]))
-        table.add_column("Documents", width=9)
-        table.add_column("Chunks", width=9)
-        table.add_column("Last update", width=16)
-        for folder, r in zip(folders, summary.roots):
-            when = r.last_update.strftime("%Y-%m-%d %H:%M") if isinstance(r.last_update, datetime) else "—"
-            table.add_row(Text(folder), f"{r.documents:,}", f"{r.chunks:,}", when, key=r.path)  # Text: never markup
-
-    def show_progress(self, progress: IndexProgress | None, message: str = "") -> None:
-        bar = self.query_one("#progress", ProgressBar)
-        text = self.query_one("#progress-text", Static)
-        bar.display = progress is not None  # an idle bar would animate
-        if progress is None:
-            text.update(Text(visible(message)) if message else
-                        ("indexing…" if self.oboyu.indexing else "a: add a folder · r: reindex · d: remove"))
-            return
-        bar.update(total=1000, progress=round(1000 * progress.share))
-        text.update(progress.line())
-
-    def selected_root(self) -> str | None:
-        table = self.query_one("#roots", DataTable)
-        if not table.row_count:
-            return None
-        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-
-    def action_add(self) -> None:
-        def chosen(path: Path | None) -> None:
-            if path is not None:
-                self.oboyu.start_indexing([path])
-
-        self.oboyu.push_screen(FolderPicker(Path.home()), chosen)
-
-    def action_remove(self) -> None:
-        root = self.selected_root()
-        if root is None:
-            return
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                self.oboyu.remove_root(root)
-
-        self.oboyu.push_screen(ConfirmScreen(f"Remove {display_path(root)} and all its rows from the index?"), confirmed)
-
-    def action_reindex(self) -> None:
-        root = self.selected_root()
-        if root is not None:
-            self.oboyu.start_indexing([Path(root)])
-
-    def action_reindex_all(self) -> None:
-        self.oboyu.reindex_all()
-
-    def action_stop(self) -> None:
-        self.oboyu.stop_indexing()

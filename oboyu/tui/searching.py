@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from oboyu.modes import Mode
 from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, LiveIndex
 
@@ -20,7 +21,7 @@ THROTTLE_SECONDS = 0.1
 class SearchRequest:
     serial: int
     query: str
-    mode: str
+    mode: Mode
     filters: Filters
     k: int = 10  # each result costs a snippet (MeCab on it: about 1 ms)
 
@@ -39,7 +40,7 @@ class SearchLoop:
         self._stopped = False
         self._last_start = 0.0
 
-    def request(self, query: str, mode: str, filters: Filters) -> SearchRequest:
+    def request(self, query: str, mode: Mode, filters: Filters) -> SearchRequest:
         with self._wake:
             self._serial += 1
             self._pending = SearchRequest(self._serial, query, mode, filters)
@@ -65,7 +66,7 @@ class SearchLoop:
                 request, self._pending = self._pending, None
             if request is None:
                 continue
-            if request.mode != "keyword":
+            if request.mode.uses_vectors:
                 self.model_ready.wait()
             self._last_start = started = time.monotonic()
             try:

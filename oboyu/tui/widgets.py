@@ -1,4 +1,5 @@
-"""The search screen's parts: the results list, the preview of a passage in its file, the status bar."""
+"""The search screen's parts: the search box, the results list and the preview (what it shows is
+made in preview.py; the status bar is in status.py)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,19 @@ import os
 from pathlib import Path
 
 from rich.console import Group
-from rich.style import Style
 from rich.styled import Styled
 from rich.table import Table
 from rich.text import Text
-from textual import events
+from textual import events, work
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from oboyu.search.live import Answer
 from oboyu.search.query import Result
-from oboyu.text import visible, visible_pieces
-
-MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
-PREVIEW_CONTEXT_LINES = 200  # lines of the file shown around the passage
+from oboyu.text import visible
+from oboyu.tui.preview import highlighted, read_preview
 
 
 def display_path(path: str | Path) -> str:
@@ -28,15 +28,6 @@ def display_path(path: str | Path) -> str:
     if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
         text = "~" + text[len(home) :]
     return visible(text)
-
-
-def highlighted(text: str, spans: list[tuple[int, int]], style: Style | str = "") -> Text:
-    """Text from a file with its matches marked, control characters made visible (piece by
-    piece, since a visible form may be longer than the character it stands for)."""
-    out = Text(style=style, no_wrap=True, overflow="ellipsis")
-    for piece, matched in visible_pieces(text, spans):
-        out.append(piece, style=MATCH if matched else "")
-    return out
 
 
 def result_prompt(result: Result) -> Group:
@@ -49,7 +40,7 @@ def result_prompt(result: Result) -> Group:
     name.append(f"  {display_path(path.parent)}", style="dim")
     if result.copies:  # the same file elsewhere, folded into this result
         name.append(f"  +{len(result.copies)} {'copy' if len(result.copies) == 1 else 'copies'}", style="dim")
-    score = f"{result.score:.3f}"
+    score = f"{result.confidence:.3f}"
     if result.other_matches:
         score = f"+{result.other_matches}  {score}"
     first.add_row(name, Text(score, style="dim"))
@@ -80,6 +71,14 @@ class ResultList(OptionList):
         if results:
             self.highlighted = 0 if strong else 1
 
+    def show_answer(self, answer: Answer) -> None:
+        """The answer's results, their count in the border (weak ones apart)."""
+        self.show(answer.results)
+        good = sum(not r.weak for r in answer.results)
+        weak = len(answer.results) - good
+        self.border_title = f"Results · {good}" + (f" (+{weak} weak)" if weak else "") \
+            + (" · index busy, last loaded state" if answer.stale else "")
+
     def step(self, delta: int) -> None:
         """Move the highlight by delta results, over the divider."""
         enabled = [i for i in range(self.option_count) if not self.get_option_at_index(i).disabled]
@@ -96,29 +95,30 @@ class ResultList(OptionList):
         return next((r for r in self.results if r.chunk_id == chosen), None)
 
 
-def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[tuple[int, int]]],
-                 context: int = PREVIEW_CONTEXT_LINES) -> tuple[Text, int]:
-    """Numbered lines around the passage (lines first..last, 1-based) with the passage marked in
-    the gutter and matches highlighted; returns the text and the row of the passage's first line."""
-    lo, hi = max(1, first - context), min(len(lines), last + context)
-    width = len(str(hi))
-    out = Text(no_wrap=True, overflow="crop", end="")
-    for number in range(lo, hi + 1):
-        inside = first <= number <= last
-        out.append(f"{number:>{width}} ", style="bold" if inside else "dim")
-        out.append("▌ " if inside else "  ", style="yellow" if inside else "")
-        line = highlighted(lines[number - 1], spans.get(number, []))
-        out.append_text(line)
-        if number < hi:
-            out.append("\n")
-    return out, first - lo
-
-
 class Preview(VerticalScroll, can_focus=True):
-    """The passage in the context of its file, scrolled to it."""
+    """The passage in the context of its file, scrolled to it; the file is read in a worker thread."""
 
-    def compose(self):
+    wanted: str | None = None  # the chunk id of the result to show; a preview of another comes too late
+
+    def compose(self) -> ComposeResult:
         yield Static(id="preview-text")
+
+    def load(self, result: Result, query: str) -> None:
+        """Show `result`, its matches of `query` marked, once its file is read."""
+        self.wanted = result.chunk_id
+        self._read(result, query)
+
+    @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
+    def _read(self, result: Result, query: str) -> None:
+        text, row = read_preview(result, query)
+        self.app.call_from_thread(self._show_result, result, text, row)
+
+    def _show_result(self, result: Result, text: Text, row: int) -> None:
+        if result.chunk_id != self.wanted:
+            return  # the highlight moved on meanwhile
+        # a page, slide or row says where in the file; in a text file, its line does
+        where = f" · {result.part}" if result.part else f":{result.start_line}"
+        self.show(text, row, display_path(result.path) + where)
 
     def show(self, text: Text, row: int, title: str) -> None:
         self.border_title = Text(visible(title))  # a Text: a file name is never read as markup
@@ -126,6 +126,7 @@ class Preview(VerticalScroll, can_focus=True):
         self.call_after_refresh(self.scroll_to, y=max(0, row - 2), animate=False)
 
     def clear(self, message: str = "") -> None:
+        self.wanted = None
         self.border_title = ""
         self.query_one("#preview-text", Static).update(Text(message, style="dim"))
 
