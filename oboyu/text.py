@@ -4,6 +4,7 @@ name read backwards; nothing from a file reaches a terminal or the app without p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  # ␀ … ␟ (tab kept)
@@ -37,7 +38,14 @@ def json_safe(dumped: str) -> str:
     return dumped.translate(_JSON_ESCAPES)
 
 
-def clean_input(text: str) -> str:
-    """Text typed or passed on a command line, as valid Unicode: bytes that were not UTF-8 (kept
-    by Python as lone surrogates) become U+FFFD."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """Text that UTF-8 can hold: a surrogate pair written as two characters (RTF's `\\u-10179?
+    \\u-8704?`, some JSON) joined into its character, a lone surrogate (a JSON `"\\ud800"`, a
+    command-line byte that was not UTF-8) replaced by U+FFFD."""
+    if not SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+

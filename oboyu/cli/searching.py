@@ -20,7 +20,7 @@ from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.search.query import Result
 from oboyu.search.rankers import SqlRanker
-from oboyu.text import clean_input, json_safe, visible, visible_pieces
+from oboyu.text import json_safe, valid_text, visible, visible_pieces
 
 
 def highlight(text: str, spans: list[tuple[int, int]], colour: bool = True) -> str:
@@ -88,7 +88,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
                        "`oboyu index` after an interrupted one)", err=True)
         reranker = load_reranker(rerank)
         if not from_stdin:
-            results = search(SqlRanker(store), embedder, clean_input(text or ""), k, filters, mode=mode, group=not by_chunk,
+            results = search(SqlRanker(store), embedder, valid_text(text or ""), k, filters, mode=mode, group=not by_chunk,
                              reranker=reranker)
     if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
         _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,
@@ -100,7 +100,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
     else:
         _print_results(shown, explain)
     if not shown:
-        _say_no_match(clean_input(text or ""), results)
+        _say_no_match(valid_text(text or ""), results)
         raise SystemExit(EXIT_NO_RESULTS)
 
 

@@ -20,6 +20,7 @@ import pathspec
 from oboyu.config import settings
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.filetypes import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
+from oboyu.documents.patterns import compile_patterns
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 JUNK_DIRS = frozenset(
@@ -62,14 +63,14 @@ class _IgnoreRules:
                 lines = (folder / name).read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 continue
-            layers += ((folder, pathspec.GitIgnoreSpec.from_lines(lines)),)
+            layers += ((folder, compile_patterns(lines, str(folder / name))),)
         return _IgnoreRules(layers)
 
     @classmethod
     def at(cls, root: Path) -> _IgnoreRules:
         """The rules in force at `root`: the user's `exclude` setting, then the ignore files above
         it inside its git repository, if any, then its own."""
-        rules = cls(((root, pathspec.GitIgnoreSpec.from_lines(settings().exclude)),))
+        rules = cls(((root, compile_patterns(list(settings().exclude), f"the exclude setting in {settings().path}", "entry")),))
         parents = []
         for folder in root.parents:
             parents.append(folder)
@@ -171,10 +172,36 @@ def _left_out(name: str, verdict: bool | None, is_dir: bool) -> bool:
     return name.startswith(".") or bool(verdict) or (is_dir and verdict is None and _is_junk(name))
 
 
+@dataclass(frozen=True)
+class _Descend:
+    """A folder to walk next, where it stands in its parent's order."""
+
+    folder: Path
+    rules: _IgnoreRules
+
+
 def _walk(
     folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
     seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
 ) -> Iterator[FileEntry | Skipped]:
+    """Every file under `folder`, depth first in name order, with a stack of the open folders
+    rather than recursion: a tree thousands of folders deep is walked like any other."""
+    stack = [_folder_items(folder, root, rules, follow, max_bytes, seen_dirs, seen_files)]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif isinstance(item, _Descend):
+            stack.append(_folder_items(item.folder, root, item.rules, follow, max_bytes, seen_dirs, seen_files))
+        else:
+            yield item
+
+
+def _folder_items(
+    folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
+    seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
+) -> Iterator[FileEntry | Skipped | _Descend]:
+    """One folder's files, what it skips, and its subfolders to walk, in name order."""
     try:
         folder_stat = folder.stat()
         key = (folder_stat.st_dev, folder_stat.st_ino)
@@ -204,7 +231,7 @@ def _walk(
                 yield Skipped(path, JUNK_REASON.format(name=entry.name))
             continue
         if is_dir:
-            yield from _walk(path, root, rules.descend(path), follow, max_bytes, seen_dirs, seen_files)
+            yield _Descend(path, rules.descend(path))
             continue
         try:
             info = entry.stat()
@@ -240,7 +267,15 @@ def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) ->
         file_type = sniffed_type(sample)
         if file_type is None:
             return Skipped(path, "no extension, and not text")
-    return FileEntry(path, root, info.st_size, info.st_mtime_ns, file_type)
+    return FileEntry(path, root, info.st_size, time_stamp(info.st_mtime_ns), file_type)
+
+
+def time_stamp(ns: int) -> int:
+    """A file's time as the index stores it (a 64-bit count of nanoseconds since 1970): a date
+    past April 2262 or before 1678 (`touch -d 2300-01-01`, a damaged archive) is held at the
+    nearest end rather than stopping the run (two such times look alike: an edit that keeps the
+    size is then found by `--full`)."""
+    return min(max(ns, -(2**63)), 2**63 - 1)
 
 
 def size_cap_reason(max_bytes: int) -> str:

@@ -33,7 +33,13 @@ def _extension(name: str, default: str) -> str:
 
 def extract_file(data: bytes, file_type: str, name: str = "") -> tuple[Extracted, str]:
     """A file's text and structure from its bytes, and its encoding (the format's name for
-    formats that are not text). `name` is the file's name, for readers that look at it."""
+    formats that are not text), as valid Unicode whatever the reader handed on. `name` is the
+    file's name, for readers that look at it."""
+    extracted, encoding = _read(data, file_type, name)
+    return extracted.made_valid(), encoding
+
+
+def _read(data: bytes, file_type: str, name: str) -> tuple[Extracted, str]:
     reader = READERS.get(file_type)
     if reader is not None:
         if not data:  # a new, never-saved document (Windows' New > Word Document makes 0 bytes): empty, not corrupt

@@ -1,13 +1,16 @@
 """Extracted text and its structure: the types every reader returns (blocks with their lines, parts
-such as pages), and the helpers that cut lines and paragraphs out of a text. A leaf: it imports
-nothing of oboyu's, so every reader and the chunker can build on it."""
+such as pages), and the helpers that cut lines and paragraphs out of a text. A leaf (it imports
+only the small top-level `text`), so every reader and the chunker can build on it."""
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
+
+from oboyu.text import SURROGATE, valid_text
 
 
 @dataclass
@@ -42,6 +45,38 @@ class Extracted:
         first = max(0, bisect.bisect_right(offsets, start) - 1)
         last = max(0, bisect.bisect_right(offsets, max(start, end - 1)) - 1)
         return self.parts[first][1], self.parts[last][1]
+
+    def made_valid(self) -> Extracted:
+        """This text as UTF-8 can hold it (`text.valid_text`), its blocks and parts moved with it
+        where a surrogate pair became one character: readers of JSON, RTF or a damaged PDF may
+        hand on what the keyword tokenizer and the store cannot take."""
+        if not (SURROGATE.search(self.text) or any(SURROGATE.search(b.text) for b in self.blocks)
+                or (self.title and SURROGATE.search(self.title))):
+            return self
+        text, moved = _valid_with_offsets(self.text)
+        blocks = [dataclasses.replace(b, text=valid_text(b.text), start_char=moved[b.start_char], end_char=moved[b.end_char])
+                  for b in self.blocks]
+        parts = [(moved[offset], number) for offset, number in self.parts]
+        return Extracted(text, blocks, valid_text(self.title) if self.title else self.title, parts)
+
+
+def _valid_with_offsets(text: str) -> tuple[str, list[int]]:
+    """`valid_text(text)`, and where each offset of `text` (and its end) lies in it."""
+    out: list[str] = []
+    moved = [0] * (len(text) + 1)
+    i = 0
+    while i < len(text):
+        moved[i] = len(out)
+        high, low = text[i], text[i + 1] if i + 1 < len(text) else ""
+        if "\ud800" <= high <= "\udbff" and "\udc00" <= low <= "\udfff":
+            out.append(chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00)))
+            moved[i + 1] = moved[i]
+            i += 2
+            continue
+        out.append("\ufffd" if "\ud800" <= high <= "\udfff" else high)
+        i += 1
+    moved[len(text)] = len(out)
+    return "".join(out), moved
 
 
 class Unextractable(Exception):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
+from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason, time_stamp
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import extract_file
 from oboyu.documents.extracted import Unextractable
@@ -101,7 +101,7 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
             if on_worker:  # not there, not allowed, or failing on this machine: the indexer decides
                 return NotReadableHere(entry, previous)
             return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
-        if on_worker and (content[1].st_size, content[1].st_mtime_ns) != (entry.size, entry.mtime_ns):
+        if on_worker and (content[1].st_size, time_stamp(content[1].st_mtime_ns)) != (entry.size, entry.mtime_ns):
             # another file at that path on this machine (a folder of the same name), another clock
             # on a network drive, or the file changed since the crawl: the indexer reads it itself
             return NotReadableHere(entry, previous)
@@ -110,7 +110,7 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
     path = entry.path
     if len(data) > max_bytes:
         return Skipped(path, size_cap_reason(max_bytes))
-    entry = FileEntry(entry.path, entry.root, before.st_size, before.st_mtime_ns, entry.file_type)
+    entry = FileEntry(entry.path, entry.root, before.st_size, time_stamp(before.st_mtime_ns), entry.file_type)
     sha = hashlib.sha256(data).hexdigest()
     if previous is not None and previous.sha256 == sha and not full:
         return Touched(entry)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pathspec
 
 from oboyu.documents.filetypes import FORMAT_EXT, file_type_for
+from oboyu.documents.patterns import pattern_problem
 from oboyu.errors import OboyuError
 
 # macOS and Windows name files case-insensitively: there `*.md` matches `todo.MD` as the Finder does
@@ -131,6 +132,10 @@ def make_filters(
     if unknown:
         raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
                          f"or a kind: {', '.join(KINDS)}")
+    for pattern in paths:
+        problem = pattern_problem(pattern.removeprefix("!"))
+        if problem is not None:
+            raise OboyuError(f"--path {pattern!r} is not a usable pattern ({problem}); write it as a .gitignore line")
     since_ns = parse_time(since) if since else None
     until_ns = parse_time(until) if until else None
     if since_ns is not None and until_ns is not None and since_ns >= until_ns:

@@ -23,6 +23,7 @@ from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
+from oboyu.text import valid_text
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 # hybrid: legs each scaled to [0, 1]: passages by meaning, passages by words, and files by the
@@ -104,6 +105,7 @@ def search(
     """The k best files (or chunks, with group=False) for a query, ranked by `ranker`: a
     SqlRanker over an open Store, or a ResidentIndex for unfiltered searches from memory. A
     reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
+    query = valid_text(query)  # an MCP client or a script may send a lone surrogate
     if not query.strip():
         raise OboyuError("the query is empty")
     if k < 1:

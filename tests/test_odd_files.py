@@ -1,0 +1,117 @@
+"""One odd file never stops a run: text a reader hands on that UTF-8 cannot hold, a date past what
+the index stores, a folder nested deeper than Python's recursion limit. Each is indexed beside an
+ordinary note and found."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import run_oboyu as oboyu
+from mcp.client import Client
+
+from oboyu.documents.extract import extract_file
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
+from oboyu.mcp.server import OboyuTools, build_server
+from oboyu.models.embedding import Embedder
+from oboyu.modes import Mode
+from oboyu.search.query import search
+from oboyu.search.rankers import SqlRanker
+from oboyu.text import valid_text
+
+DEPTH = 1_200  # past Python's default recursion limit of 1,000
+
+
+def test_valid_text_joins_pairs_and_replaces_lone_surrogates() -> None:
+    assert valid_text("a\ud83d\ude00b") == "a😀b"  # a pair written as two characters
+    assert valid_text("\ud800x\udc80") == "\ufffdx\ufffd"  # lone halves, a command-line byte that was not UTF-8
+    assert valid_text("普通の文") == "普通の文"
+
+
+def test_a_reader_that_hands_on_surrogates_gives_valid_text_with_its_offsets() -> None:
+    rtf, _ = extract_file(rb"{\rtf1\ansi \u-10179?\u-8704? emoji \u32117?\u23383? note}", "rtf")  # 😀 as RTF writes it
+    assert "😀" in rtf.text and not any("\ud800" <= c <= "\udfff" for c in rtf.text)
+    data, _ = extract_file(b'{"memo": "\\ud800 lone", "later": "the second key"}', "json")
+    assert "\ufffd lone" in data.text
+    for doc in (rtf, data):  # every block still points at its own text
+        assert all(doc.text[b.start_char:b.end_char] == b.text for b in doc.blocks), doc.blocks
+
+
+def test_odd_files_are_indexed_beside_an_ordinary_note(tmp_path: Path, embedder: Embedder,
+                                                       request: pytest.FixtureRequest) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ordinary.md").write_text("# 買い物\n\n牛乳と卵を買う。\n", encoding="utf-8")
+    (notes / "lone.json").write_text('{"memo": "\\ud800 会議の議事録を共有する"}', encoding="utf-8")
+    (notes / "emoji.rtf").write_bytes(rb"{\rtf1\ansi \u-10179?\u-8704? smile}")  # 😀 as RTF writes it
+    future = notes / "future.md"
+    future.write_text("# 未来のメモ\n\n二三〇〇年の日付が付いたファイル。\n", encoding="utf-8")
+    os.utime(future, ns=(10**19, 10**19))  # 2286: past the index's 64-bit nanoseconds
+    deep = notes
+    for _ in range(DEPTH):  # one at a time: os.makedirs itself recurses
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "bottom.md").write_text("# 深い場所\n\n奥深くに置いたメモ。\n", encoding="utf-8")
+    request.addfinalizer(lambda: _remove_chain(deep, notes))  # shutil.rmtree (pytest's cleanup) recurses too
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([notes])
+        assert (stats.added, stats.skipped) == (5, [])
+        assert store.vector_coverage() == (store.counts()[1], store.counts()[1])  # every passage has its vector
+        found = {Path(r.path).name for r in search(SqlRanker(store), None, "議事録", 5, mode=Mode.KEYWORD)}
+        assert "lone.json" in found
+        assert Path(search(SqlRanker(store), embedder, "奥深くに置いたメモ", 1)[0].path).name == "bottom.md"
+        assert search(SqlRanker(store), embedder, "未来のメモ \ud800", 1)[0].path == str(future)  # a lone surrogate in a query
+        assert Indexer(store, embedder).update().unchanged == 5  # the far date is stored as it is read again
+
+
+def _remove_chain(deepest: Path, top: Path) -> None:
+    """The nested folders from `deepest` up to (not including) `top`, with what they hold."""
+    for item in deepest.iterdir():
+        item.unlink()
+    while deepest != top:
+        deepest.rmdir()
+        deepest = deepest.parent
+
+
+def test_a_bad_ignore_line_is_a_warning_and_a_bad_path_pattern_one_line(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n会議の議事録。\n", encoding="utf-8")
+    (notes / "secret.md").write_text("# 秘密\n\n会議の議事録は見せない。\n", encoding="utf-8")
+    (notes / ".oboyuignore").write_text("!\n\\\n[z-a]\nsecret.md\n", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text('exclude = ["[z-a]", "*.tmp"]\n', encoding="utf-8")
+    env = {**oboyu_env, "OBOYU_CONFIG": str(config)}
+    indexed = oboyu(env, "index", str(notes))
+    assert indexed.returncode == 0, indexed.stderr
+    for number, line in ((1, "'!'"), (2, "'\\\\'"), (3, "'[z-a]'")):  # each bad line named, the rest in force
+        assert f".oboyuignore, line {number}: {line} left out" in indexed.stderr, indexed.stderr
+    assert f"the exclude setting in {config}, entry 1: '[z-a]' left out" in indexed.stderr
+    found = oboyu(env, "query", "議事録", "--json", "--all")
+    assert [Path(r["path"]).name for r in __import__("json").loads(found.stdout)] == ["a.md"]  # secret.md stays out
+    for pattern in ("[z-a]", "\\"):
+        refused = oboyu(env, "query", "議事録", "--path", pattern)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith(f"oboyu: error: --path {pattern!r} is not a usable pattern"), refused.stderr
+
+
+def test_mcp_answers_a_bad_pattern_and_a_lone_surrogate(tmp_path: Path, embedder: Embedder) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n会議の議事録。\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    with Store(db) as store:
+        Indexer(store, embedder).index([notes])
+    server = build_server(OboyuTools(db, embedder))
+
+    async def calls() -> None:
+        async with Client(server) as client:
+            bad = await client.call_tool("search", {"query": "議事録", "path": "[z-a]"})
+            assert bad.is_error and "is not a usable pattern" in bad.content[0].text
+            odd = await client.call_tool("search", {"query": "議事録\ud800"})
+            assert not odd.is_error and "a.md" in odd.content[0].text
+
+    anyio.run(calls)
