@@ -115,3 +115,28 @@ def test_mcp_answers_a_bad_pattern_and_a_lone_surrogate(tmp_path: Path, embedder
             assert not odd.is_error and "a.md" in odd.content[0].text
 
     anyio.run(calls)
+
+
+def test_a_keyword_tokenizer_failure_costs_only_its_file(tmp_path: Path, embedder: Embedder,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever goes wrong with one file's words (here a fault injected into the tokenizer for one
+    text), that file is skipped with its reason and the others are indexed."""
+    import oboyu.index.preparing as preparing
+
+    real = preparing.term_counts
+
+    def failing(text: str) -> dict[str, int]:
+        if "壊れた" in text:
+            raise UnicodeEncodeError("utf-8", text, 0, 1, "surrogates not allowed")
+        return real(text)
+
+    monkeypatch.setattr(preparing, "term_counts", failing)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "good.md").write_text("# 買い物\n\n牛乳と卵を買う。\n", encoding="utf-8")
+    (notes / "bad.md").write_text("# 壊れたメモ\n\n読めない。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([notes])
+        assert stats.added == 1
+        assert [(Path(s.path).name, s.reason.split(":")[0]) for s in stats.skipped] == [("bad.md", "cannot read its words")]
+        assert Path(search(SqlRanker(store), None, "牛乳", 1, mode=Mode.KEYWORD)[0].path).name == "good.md"

@@ -132,6 +132,9 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
         encoding=encoding, file_type=entry.file_type, title=extracted.title,
     )
     pages = [extracted.parts_between(c.start_char, c.end_char) for c in chunks]
-    terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
+    try:
+        terms = [term_counts(keyword_text(document.title, c.heading, c.text)) for c in chunks]
+    except Exception as exc:  # the keyword tokenizer's bug on one file's text: that file waits, the run goes on
+        return Skipped(path, f"cannot read its words: {type(exc).__name__}: {exc}")
     return Prepared(entry, document, chunks, pages, terms, is_new=previous is None,
                     content_changed=previous is None or previous.sha256 != sha)
