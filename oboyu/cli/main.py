@@ -60,7 +60,8 @@ class _LibraryMessages(logging.Handler):
 def main() -> None:
     debug = "--debug" in sys.argv[1:]
     library = logging.getLogger("oboyu")
-    library.addHandler(_LibraryMessages())
+    if not any(isinstance(handler, _LibraryMessages) for handler in library.handlers):  # main() run again in one process
+        library.addHandler(_LibraryMessages())
     library.setLevel(logging.DEBUG if debug else logging.WARNING)
     library.propagate = False
     try:

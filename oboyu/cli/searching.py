@@ -88,7 +88,7 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
                        "`oboyu index` after an interrupted one)", err=True)
         reranker = load_reranker(rerank)
         if not from_stdin:
-            results = search(SqlRanker(store), embedder, valid_text(text or ""), k, filters, mode=mode, group=not by_chunk,
+            results = search(SqlRanker(store), embedder, text or "", k, filters, mode=mode, group=not by_chunk,
                              reranker=reranker)
     if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
         _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,

@@ -9,6 +9,7 @@ is never left out: the rules apply below it."""
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterator
@@ -50,6 +51,13 @@ IGNORE_FILES = (".gitignore", ".oboyuignore")  # read in this order: .oboyuignor
 JUNK_REASON = "junk folder (dependencies, build output or caches); a `!{name}/` line in .oboyuignore brings it back"
 
 
+@functools.lru_cache(maxsize=4)
+def _exclude_spec(patterns: tuple[str, ...], source: str) -> pathspec.GitIgnoreSpec:
+    """The `exclude` setting compiled once a process (a bad entry is warned of once, not at
+    every root and every `--watch` update)."""
+    return compile_patterns(list(patterns), f"the exclude setting in {source}", "entry")
+
+
 class _IgnoreRules:
     """The ignore files from the root down to one folder; deeper files override."""
 
@@ -70,7 +78,7 @@ class _IgnoreRules:
     def at(cls, root: Path) -> _IgnoreRules:
         """The rules in force at `root`: the user's `exclude` setting, then the ignore files above
         it inside its git repository, if any, then its own."""
-        rules = cls(((root, compile_patterns(list(settings().exclude), f"the exclude setting in {settings().path}", "entry")),))
+        rules = cls(((root, _exclude_spec(settings().exclude, str(settings().path))),))
         parents = []
         for folder in root.parents:
             parents.append(folder)

@@ -50,8 +50,9 @@ class Extracted:
         """This text as UTF-8 can hold it (`text.valid_text`), its blocks and parts moved with it
         where a surrogate pair became one character: readers of JSON, RTF or a damaged PDF may
         hand on what the keyword tokenizer and the store cannot take."""
-        if not (SURROGATE.search(self.text) or any(SURROGATE.search(b.text) for b in self.blocks)
-                or (self.title and SURROGATE.search(self.title))):
+        # an exact block's text is a slice of `text`: only the others can hold what `text` does not
+        if not (SURROGATE.search(self.text) or (self.title and SURROGATE.search(self.title))
+                or any(SURROGATE.search(b.text) for b in self.blocks if not b.exact)):
             return self
         text, moved = _valid_with_offsets(self.text)
         blocks = [dataclasses.replace(b, text=valid_text(b.text), start_char=moved[b.start_char], end_char=moved[b.end_char])
