@@ -11,6 +11,11 @@ _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  #
 _VISIBLE[0x7F] = "␡"
 _VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})  # C1: 0x9b is an 8-bit CSI
 _VISIBLE.update({code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)})
+# a name that was not UTF-8 on disk reaches Python as lone surrogates (U+DC80 + the byte): shown as
+# the byte, and any other lone surrogate as its code
+_VISIBLE.update({code: f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+                 for code in range(0xD800, 0xE000)})
+# JSON keeps them as \u escapes (valid JSON; Python's json reads them back to the same string)
 _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if code >= 0x7F}
 
 

@@ -140,3 +140,23 @@ def test_a_keyword_tokenizer_failure_costs_only_its_file(tmp_path: Path, embedde
         assert stats.added == 1
         assert [(Path(s.path).name, s.reason.split(":")[0]) for s in stats.skipped] == [("bad.md", "cannot read its words")]
         assert Path(search(SqlRanker(store), None, "牛乳", 1, mode=Mode.KEYWORD)[0].path).name == "good.md"
+
+
+def test_a_name_that_is_not_utf8_is_shown_and_refused_in_one_line(tmp_path: Path, oboyu_env: dict) -> None:
+    """Such names are skipped inside a folder; naming one is a one-line error, and neither the
+    skip line nor `status --pending --json` writes bytes that are not UTF-8."""
+    import json
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.md").write_text("# メモ\n\n牛乳を買う。\n", encoding="utf-8")
+    odd = os.fsencode(notes) + b"/\x82\xa0memo.txt"  # a Shift_JIS name from an old archive
+    with open(odd, "wb") as handle:
+        handle.write("テスト".encode("cp932"))
+    named = oboyu(oboyu_env, "index", os.fsdecode(odd))
+    assert named.returncode == 2 and named.stderr.count("\n") == 1 and "\\x82\\xa0memo.txt" in named.stderr, named.stderr
+    indexed = oboyu(oboyu_env, "index", str(notes), "-v")
+    assert indexed.returncode == 0 and "\\x82\\xa0memo.txt: file name is not valid UTF-8" in indexed.stderr, indexed.stderr
+    pending = oboyu(oboyu_env, "status", "--pending", "--json")
+    assert pending.returncode == 0 and json.loads(pending.stdout) is not None
+    assert "\\udc82" not in indexed.stderr

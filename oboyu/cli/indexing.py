@@ -19,7 +19,7 @@ from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexStats
 from oboyu.models.loading import load_embedder
 from oboyu.progress import ProgressLine
-from oboyu.text import json_safe, visible
+from oboyu.text import SURROGATE, json_safe, visible
 
 cluster_option = click.option(
     "--cluster", metavar="ADDRESS", help="Read, chunk and embed on a Ray cluster: `local` (Ray on this machine, "
@@ -93,7 +93,11 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
 
 
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
-    """A path that is gone is fine when it was indexed: its rows go."""
+    """A path that is gone is fine when it was indexed: its rows go. A name that is not UTF-8
+    cannot be stored yet (inside a folder, such a file is skipped with that reason)."""
+    for p in paths:
+        if SURROGATE.search(str(p)):
+            raise OboyuError(f"{visible(str(p))}: the name is not valid UTF-8, which oboyu cannot index yet; rename it")
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return
