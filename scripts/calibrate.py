@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import RESULTS, add_dev_sets, dev_absent, dev_docs, dev_queries, eval_index, parser
+from benchmarks.harness import ROOT, add_dev_sets, dev_absent, dev_docs, dev_queries, eval_index, parser, write_text
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
 from oboyu.models.manifest import split_engine
@@ -45,7 +45,6 @@ from oboyu.search.evaluate import Query, doc_file_name, doc_id_of, index_corpus
 from oboyu.search.query import search
 from oboyu.search.resident import ResidentIndex
 
-ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "oboyu" / "search" / "calibration.json"
 DIGITS = 5  # the table's numbers are rounded to this many decimals
 # hiding a right answer costs a person more than showing a weak one (the app shows those dimmed):
@@ -306,9 +305,8 @@ def main() -> None:
     print("\n" + json.dumps(entries, indent=1))
     if args.write:
         TABLE.write_text(table_text(fitted), encoding="utf-8")
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "calibration.svg").write_text(svg_diagram(curves), encoding="utf-8")
-        print(f"wrote {TABLE} and {RESULTS / 'calibration.svg'}")
+        svg = write_text("calibration.svg", svg_diagram(curves))
+        print(f"wrote {TABLE} and {svg}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,14 @@ def table() -> dict:
     return json.loads(TABLE.read_text(encoding="utf-8"))
 
 
+@pytest.fixture(scope="module")
+def default_key(table: dict) -> str:
+    """The default model's entry the table serves (the last fitted build, as words_only is)."""
+    default = [key for key in table["models"] if key.split("@")[0] == DEFAULT_MODEL]
+    assert default, f"no table for {DEFAULT_MODEL}"
+    return default[-1]
+
+
 def entries(table: dict) -> list[tuple[str, str, dict]]:
     """(model key, mode, entry) of every fitted model, and the words-only entry."""
     fitted = [(key, mode, entry) for key, modes in table["models"].items() for mode, entry in modes.items()]
@@ -73,10 +81,8 @@ def test_every_mode_the_search_offers_has_a_model_of_the_right_shape(table: dict
         assert 0.0 < entry["threshold"] < 1.0, (key, mode)  # a weak-match line that can be crossed both ways
 
 
-def test_words_only_is_the_default_models_keyword_fit(table: dict) -> None:
-    default = [key for key in table["models"] if key.split("@")[0] == DEFAULT_MODEL]
-    assert default, f"no table for {DEFAULT_MODEL}"
-    assert table["words_only"] == table["models"][default[-1]]["keyword"]
+def test_words_only_is_the_default_models_keyword_fit(table: dict, default_key: str) -> None:
+    assert table["words_only"] == table["models"][default_key]["keyword"]
 
 
 def test_each_fitted_model_names_one_build_and_its_typical_spread(table: dict) -> None:
@@ -89,10 +95,10 @@ def test_each_fitted_model_names_one_build_and_its_typical_spread(table: dict) -
 
 
 @pytest.mark.parametrize("mode", list(Mode))
-def test_every_build_of_the_default_model_on_either_engine_is_judged_by_the_table(table: dict, mode: str) -> None:
+def test_every_build_of_the_default_model_on_either_engine_is_judged_by_the_table(table: dict, default_key: str, mode: str) -> None:
     """The default model's fingerprint differs between CPU classes (fp32 calibration's last bits):
     the confidence code accepts any build of a fitted model, on onnxruntime or OpenVINO."""
-    key = next(key for key in table["models"] if key.split("@")[0] == DEFAULT_MODEL)
+    key = default_key
     entry = table["models"][key][mode]
     fitted = Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])
     for model_id in (key, f"{key}+openvino", f"{DEFAULT_MODEL}@000000000000", f"{DEFAULT_MODEL}@000000000000+openvino"):
@@ -108,10 +114,10 @@ def test_the_default_model_built_here_is_judged_by_the_table(table: dict, model_
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
-def test_a_larger_cosine_lead_never_lowers_the_confidence(table: dict, mode: str) -> None:
+def test_a_larger_cosine_lead_never_lowers_the_confidence(table: dict, default_key: str, mode: str) -> None:
     """Through the evidence the search computes: the passage's cosine rises over two other
     files' (0.80, 0.79) in an index whose typical cosine is 0.80."""
-    key = next(key for key in table["models"] if key.split("@")[0] == DEFAULT_MODEL)
+    key = default_key
     model = model_for(key, mode)
     files = {"a": "a.md", "b": "b.md", "c": "c.md"}
     confidences = []
@@ -125,10 +131,10 @@ def test_a_larger_cosine_lead_never_lowers_the_confidence(table: dict, mode: str
 
 
 @pytest.mark.parametrize("mode", list(Mode))
-def test_more_evidence_of_the_main_kind_never_lowers_the_confidence(table: dict, mode: str) -> None:
+def test_more_evidence_of_the_main_kind_never_lowers_the_confidence(table: dict, default_key: str, mode: str) -> None:
     """The lead over the other files (keyword mode: in BM25), and the query's words held (in
     keyword mode with their rarity), each alone raised from nothing to a clear lead."""
-    key = next(key for key in table["models"] if key.split("@")[0] == DEFAULT_MODEL)
+    key = default_key
     model = model_for(key, mode)
     base = Evidence(cosine=0.82, standout=1.0, margin=0.0, keyword_margin=0.0, coverage=0.5, idf_coverage=0.5)
     lead = {"keyword_margin": 1.0} if mode == "keyword" else {"margin": 0.05}  # a clear lead in each unit

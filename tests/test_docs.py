@@ -4,6 +4,7 @@ exists, and the README stays a front page."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 from pathlib import Path
@@ -24,17 +25,20 @@ def cli_reference() -> ModuleType:
     return module
 
 
+FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)  # a code block: no links, no headings
+
+
 def prose(text: str) -> str:
     """The text without fenced code blocks and code spans, where links are not links."""
-    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.MULTILINE | re.DOTALL)
-    return re.sub(r"(`+).*?\1", "", text, flags=re.DOTALL)
+    return re.sub(r"(`+).*?\1", "", FENCED.sub("", text), flags=re.DOTALL)
 
 
+@functools.cache
 def anchors(path: Path) -> set[str]:
     """The anchors GitHub gives the page's headings (a repeated one gets -1, -2, ...)."""
     seen: dict[str, int] = {}
     found = set()
-    for line in re.sub(r"^```.*?^```$", "", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL).splitlines():
+    for line in FENCED.sub("", path.read_text(encoding="utf-8")).splitlines():
         heading = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
         if not heading:
             continue

@@ -61,7 +61,7 @@ class IndexingApp(App):
         self.model_ready = threading.Event()
         if embedder is not None:
             self.model_ready.set()
-            self.set_reactive(IndexingApp.model, model_label(embedder, loaded=True))
+            self.set_reactive(IndexingApp.model, model_label(embedder))
         self.set_reactive(IndexingApp.db_path, self.live.db_path)
         self._index_stop = threading.Event()
 
@@ -104,7 +104,7 @@ class IndexingApp(App):
         self.post_message(ModelLoaded())
 
     def on_model_loaded(self) -> None:
-        self.model = model_label(self.live.embedder, loaded=True)
+        self.model = model_label(self.live.embedder)
 
     @work(thread=True, group="summary", exclusive=True, exit_on_error=False)
     def refresh_summary(self) -> None:

@@ -19,11 +19,11 @@ from oboyu.tui.widgets import display_path
 NOT_READ = IndexSummary(None, 0, 0)  # the summary until the index is first read: the bar says nothing yet
 
 
-def model_label(embedder: Embedder | None, loaded: bool) -> str:
+def model_label(embedder: Embedder | None) -> str:
     """The model's short name and what answers as you type: queries are onnxruntime's whichever
     engine made the passages."""
     if embedder is None:
-        return "no model" if loaded else "loading model…"
+        return "no model"
     name = embedder.info.model_id.split("/")[-1].split("@")[0]
     return f"{name} ({embedder.query_provider.removesuffix('ExecutionProvider')})"
 
@@ -45,7 +45,7 @@ class StatusBar(Widget):
         parts = [f"{summary.documents:,} docs", f"{summary.chunks:,} chunks", self.mode]
         if summary.embedded < summary.chunks and self.progress is None:
             parts.append(f"meaning: {meaning_share(summary.embedded, summary.chunks)} of passages")
-        if self.filters != Filters():
+        if not self.filters.is_empty():
             parts.append("filtered")
         if self.stale:
             parts.append("index busy: last loaded state")
