@@ -21,6 +21,7 @@ from oboyu.models.convert.pipeline import Options, convert
 from oboyu.models.convert.source import read_source
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
+from oboyu.modes import Mode
 from oboyu.search.query import RERANK_DEPTH, search
 from oboyu.search.rankers import SqlRanker
 
@@ -82,8 +83,11 @@ def test_search_reorders_its_best_chunks_by_the_reranker(models, tmp_path: Path)
     reranker = Reranker(models["reranker"])
     with Store(tmp_path / "index.duckdb") as store:
         Indexer(store, embedder).index([notes])
-        plain = search(SqlRanker(store), embedder, QUERY, k=40, group=False)
-        reranked = search(SqlRanker(store), embedder, QUERY, k=40, group=False, reranker=reranker)
+        # vector mode: its order is the fused order as it stands (hybrid adds a share of each
+        # result's confidence, which a reranked search leaves out, so the two may differ there)
+        plain = search(SqlRanker(store), embedder, QUERY, k=40, group=False, mode=Mode.VECTOR)
+        reranked = search(SqlRanker(store), embedder, QUERY, k=40, group=False, mode=Mode.VECTOR, reranker=reranker)
+        hybrid = search(SqlRanker(store), embedder, QUERY, k=40, group=False, reranker=reranker)
         top = reranked[:RERANK_DEPTH]
         texts = SqlRanker(store).chunks_by_id([r.chunk_id for r in plain[:RERANK_DEPTH]])
     assert {r.chunk_id for r in plain} == {r.chunk_id for r in reranked}  # the same candidates
@@ -94,6 +98,10 @@ def test_search_reorders_its_best_chunks_by_the_reranker(models, tmp_path: Path)
     assert np.allclose(sorted(scores), sorted(r.leg_scores["rerank"] for r in top), atol=2e-4)
     # the chunks below the reranked depth keep the fused order
     assert [r.chunk_id for r in reranked[RERANK_DEPTH:]] == [r.chunk_id for r in plain[RERANK_DEPTH:]]
+    # hybrid too: the reranked head, then the tail by its fused score alone
+    assert [r.ranks["rerank"] for r in hybrid[:RERANK_DEPTH]] == list(range(1, RERANK_DEPTH + 1))
+    tail = [r.ranking_score for r in hybrid[RERANK_DEPTH:]]
+    assert tail and tail == sorted(tail, reverse=True)
 
 
 def test_query_uses_an_installed_reranker_and_runs_without_one(models, tmp_path: Path) -> None:
