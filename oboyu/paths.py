@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -51,3 +52,26 @@ def outermost(paths: Iterable[Path]) -> list[Path]:
         if not any(is_within(str(path), str(o)) for o in out):
             out.append(path)
     return out
+
+
+# A name that is not UTF-8 on disk (Shift_JIS from an old archive) reaches Python with each bad
+# byte as a lone surrogate U+DC80+byte (PEP 383), which DuckDB cannot store. The index holds such
+# a byte as the private-use character U+10FD00+byte instead: one character for one, so equality
+# and prefixes (files under a folder) still hold, and the exact name comes back. A real name with
+# a character of that block cannot be told apart: the crawl refuses it.
+_STORED_BYTE = 0x10FD00
+_TO_STORE = {0xDC00 + byte: chr(_STORED_BYTE + byte) for byte in range(0x80, 0x100)}
+_FROM_STORE = {_STORED_BYTE + byte: chr(0xDC00 + byte) for byte in range(0x80, 0x100)}
+RESERVED_IN_NAMES = re.compile(f"[{chr(_STORED_BYTE + 0x80)}-{chr(_STORED_BYTE + 0xFF)}]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def stored_path(path: str | Path) -> str:
+    """The path as the index holds it: valid UTF-8 whatever the name's bytes on disk."""
+    text = str(path)
+    return text.translate(_TO_STORE) if _SURROGATE.search(text) else text
+
+
+def disk_path(stored: str) -> str:
+    """The path as the system names it (bad bytes as surrogates again): what open() takes."""
+    return stored.translate(_FROM_STORE) if RESERVED_IN_NAMES.search(stored) else stored

@@ -15,8 +15,10 @@ _VISIBLE.update({code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *ra
 # the byte, and any other lone surrogate as its code
 _VISIBLE.update({code: f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
                  for code in range(0xD800, 0xE000)})
+# the index holds such a byte as U+10FD00 + the byte (oboyu.paths): shown as the byte too
+_VISIBLE.update({0x10FD00 + byte: f"\\x{byte:02x}" for byte in range(0x80, 0x100)})
 # JSON keeps them as \u escapes (valid JSON; Python's json reads them back to the same string)
-_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if code >= 0x7F}
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if 0x7F <= code <= 0xFFFF}
 
 
 def visible(text: str) -> str:

@@ -8,16 +8,18 @@ import os
 from pathlib import Path
 
 import anyio
+import duckdb
 import pytest
 from conftest import run_oboyu as oboyu
 from mcp.client import Client
 
 from oboyu.documents.extract import extract_file
-from oboyu.index.indexer import Indexer
+from oboyu.index.indexer import UNEMBEDDABLE, Indexer
 from oboyu.index.store import Store
 from oboyu.mcp.server import OboyuTools, build_server
 from oboyu.models.embedding import Embedder
 from oboyu.modes import Mode
+from oboyu.paths import RESERVED_IN_NAMES, disk_path, stored_path
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 from oboyu.text import valid_text
@@ -142,21 +144,112 @@ def test_a_keyword_tokenizer_failure_costs_only_its_file(tmp_path: Path, embedde
         assert Path(search(SqlRanker(store), None, "牛乳", 1, mode=Mode.KEYWORD)[0].path).name == "good.md"
 
 
-def test_a_name_that_is_not_utf8_is_shown_and_refused_in_one_line(tmp_path: Path, oboyu_env: dict) -> None:
-    """Such names are skipped inside a folder; naming one is a one-line error, and neither the
-    skip line nor `status --pending --json` writes bytes that are not UTF-8."""
+def test_a_name_that_is_not_utf8_is_indexed_found_shown_and_kept_exact(tmp_path: Path, oboyu_env: dict) -> None:
+    """A Shift_JIS name from an old archive is indexed and found; it is shown with its bytes
+    made visible, JSON carries it as a valid string that gives back the exact bytes, a rename
+    on disk is followed, and naming it as a folder of its own is a one-line error."""
     import json
 
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "ok.md").write_text("# メモ\n\n牛乳を買う。\n", encoding="utf-8")
-    odd = os.fsencode(notes) + b"/\x82\xa0memo.txt"  # a Shift_JIS name from an old archive
+    odd = os.fsencode(notes) + b"/\x82\xa0memo.txt"
     with open(odd, "wb") as handle:
-        handle.write("テスト".encode("cp932"))
-    named = oboyu(oboyu_env, "index", os.fsdecode(odd))
-    assert named.returncode == 2 and named.stderr.count("\n") == 1 and "\\x82\\xa0memo.txt" in named.stderr, named.stderr
+        handle.write("請求書の控えは二階の棚にある。".encode("cp932"))
+    alone = oboyu(oboyu_env, "index", os.fsdecode(odd))  # no index yet: it would be a root
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1 and "\\x82\\xa0memo.txt" in alone.stderr, alone.stderr
     indexed = oboyu(oboyu_env, "index", str(notes), "-v")
-    assert indexed.returncode == 0 and "\\x82\\xa0memo.txt: file name is not valid UTF-8" in indexed.stderr, indexed.stderr
+    assert indexed.returncode == 0 and "memo.txt" not in indexed.stderr, indexed.stderr  # not skipped
+    found = json.loads(oboyu(oboyu_env, "query", "請求書の控え", "--json", "--mode", "keyword").stdout)
+    assert [os.fsencode(r["path"]) for r in found] == [odd]
+    shown = oboyu(oboyu_env, "query", "請求書の控え", "--mode", "keyword")
+    assert shown.returncode == 0 and "\\x82\\xa0memo.txt" in shown.stdout and "\\udc82" not in shown.stdout, shown.stdout
+    # named again inside its indexed folder: indexed as the file it is
+    again = oboyu(oboyu_env, "index", os.fsdecode(odd))
+    assert again.returncode == 0, again.stderr
+    renamed = os.fsencode(notes) + b"/\x82\xa1memo.txt"
+    os.rename(odd, renamed)
     pending = oboyu(oboyu_env, "status", "--pending", "--json")
-    assert pending.returncode == 0 and json.loads(pending.stdout) is not None
-    assert "\\udc82" not in indexed.stderr
+    moves = json.loads(pending.stdout)["renamed"]
+    assert [(os.fsencode(m["from"]), os.fsencode(m["to"])) for m in moves] == [(odd, renamed)]
+    assert oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    found = json.loads(oboyu(oboyu_env, "query", "請求書の控え", "--json", "--mode", "keyword").stdout)
+    assert [os.fsencode(r["path"]) for r in found] == [renamed]
+    os.remove(renamed)
+    assert oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    assert json.loads(oboyu(oboyu_env, "query", "請求書の控え", "--json", "--mode", "keyword").stdout) == []
+
+
+def test_a_name_with_the_block_kept_for_bytes_is_refused_not_misread(tmp_path: Path, embedder: Embedder) -> None:
+    """A real name holding a character of the block the index keeps for bytes that are not
+    UTF-8 would read back as another name: it is skipped with its reason."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "ok.md").write_text("# メモ\n\n牛乳を買う。\n", encoding="utf-8")
+    (notes / "x\U0010fd82.txt").write_text("牛乳", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([notes])
+    assert stats.added == 1 and [s.reason.split(" (")[0] for s in stats.skipped] == ["the name holds a private-use character"]
+
+
+def test_paths_go_to_the_index_and_back_exactly() -> None:
+    for name in ["/a/b.txt", "/a/\udc82\udca0memo.txt", "/日本/\udcff", "/x/\U0010fd00"]:
+        kept = stored_path(name)
+        kept.encode("utf-8")  # what DuckDB can hold
+        assert disk_path(kept) == name and not RESERVED_IN_NAMES.search(name)
+    assert RESERVED_IN_NAMES.search(stored_path("/a/\udc82"))
+    assert stored_path("/a/\udc82").startswith(stored_path("/a/"))  # files under a folder stay under it
+
+
+POISON = "毒入りの一文"  # the text the faults below are injected for
+
+
+class _RefusingStore(Store):
+    """A real index that refuses the rows of one file, as DuckDB refuses a value it cannot hold."""
+
+    def write_documents(self, items):
+        if any("poison" in document.path for document, _, _ in items):
+            raise duckdb.ConversionException("Conversion Error: a value out of range (injected)")
+        super().write_documents(items)
+
+
+class _FailingEmbedder(Embedder):
+    """The real model, failing on one passage as an engine might on text it cannot take."""
+
+    def token_ids(self, texts):
+        if any(POISON in text for text in texts):
+            raise ValueError("the tokenizer failed (injected)")
+        return super().token_ids(texts)
+
+
+def _three_notes(tmp_path: Path) -> Path:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 買い物\n\n牛乳と卵を買う。\n", encoding="utf-8")
+    (notes / "poison.md").write_text(f"# 毒\n\n{POISON}。\n", encoding="utf-8")
+    (notes / "z.md").write_text("# 予定\n\n金曜に歯医者。\n", encoding="utf-8")
+    return notes
+
+
+def test_a_file_the_index_refuses_to_store_costs_only_that_file(tmp_path: Path, embedder: Embedder) -> None:
+    notes = _three_notes(tmp_path)
+    with _RefusingStore(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([notes])
+        assert stats.added == 2
+        assert [(Path(s.path).name, s.reason.split(":")[0]) for s in stats.skipped] == [("poison.md", "cannot be stored")]
+        assert sorted(Path(p).name for p in store.files_under(str(notes))) == ["a.md", "z.md"]
+
+
+def test_a_passage_the_model_fails_on_costs_only_its_file(tmp_path: Path, model_dir: Path) -> None:
+    notes = _three_notes(tmp_path)
+    failing = _FailingEmbedder(model_dir)
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, failing).index([notes])
+        assert [(Path(s.path).name, s.reason) for s in stats.skipped] == [("poison.md", UNEMBEDDABLE)]
+        assert sorted(Path(p).name for p in store.files_under(str(notes))) == ["a.md", "z.md"]
+        assert store.vector_coverage() == (2, 2)  # every passage left has its vector
+        found = search(SqlRanker(store), failing, "歯医者の予定", 1, mode=Mode.VECTOR)
+        assert Path(found[0].path).name == "z.md"
+        # remembered: the next run passes it over until it changes, and says why
+        again = Indexer(store, failing).index([notes])
+        assert again.unchanged == 2 and [Path(s.path).name for s in again.skipped] == ["poison.md"]

@@ -18,6 +18,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.indexer import Indexer, IndexFile
 from oboyu.index.reports import IndexStats
 from oboyu.models.loading import load_embedder
+from oboyu.paths import disk_path
 from oboyu.progress import ProgressLine
 from oboyu.text import SURROGATE, json_safe, visible
 
@@ -93,11 +94,16 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
 
 
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
-    """A path that is gone is fine when it was indexed: its rows go. A name that is not UTF-8
-    cannot be stored yet (inside a folder, such a file is skipped with that reason)."""
-    for p in paths:
-        if SURROGATE.search(str(p)):
-            raise OboyuError(f"{visible(str(p))}: the name is not valid UTF-8, which oboyu cannot index yet; rename it")
+    """A path that is gone is fine when it was indexed: its rows go. A name that is not UTF-8 is
+    indexed inside a folder, but cannot name a folder of its own (roots are kept by name)."""
+    odd = [p for p in paths if SURROGATE.search(str(p))]
+    if odd:
+        with contextlib.ExitStack() as opened:
+            store = opened.enter_context(open_reading(db)) if db.exists() else None
+            outside = [p for p in odd if store is None or store.root_holding(os.path.abspath(p)) is None]
+        if outside:
+            raise OboyuError(f"{visible(str(outside[0]))}: a name that is not UTF-8 cannot be a folder of its own; "
+                             "index the folder that holds it")
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return
@@ -238,8 +244,8 @@ def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
         click.echo(json_safe(json.dumps({
             "added": [str(e.path) for e in plan.added],
             "changed": [str(e.path) for e, _ in plan.changed],
-            "removed": plan.removed,
-            "renamed": [{"from": m.old_path, "to": m.new_path} for m in plan.renamed],
+            "removed": [disk_path(p) for p in plan.removed],
+            "renamed": [{"from": disk_path(m.old_path), "to": disk_path(m.new_path)} for m in plan.renamed],
             "unchanged": plan.unchanged,
             "skipped": [{"path": str(s.path), "reason": s.reason} for s in plan.skipped],
             "missing_roots": [r.path for r in plan.missing_roots],

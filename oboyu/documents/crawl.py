@@ -22,6 +22,7 @@ from oboyu.config import settings
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.filetypes import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
 from oboyu.documents.patterns import compile_patterns
+from oboyu.paths import RESERVED_IN_NAMES
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 JUNK_DIRS = frozenset(
@@ -258,10 +259,8 @@ def _folder_items(
 def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) -> FileEntry | Skipped:
     if not stat.S_ISREG(info.st_mode):
         return Skipped(path, "not a regular file")
-    try:
-        str(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return Skipped(path, "file name is not valid UTF-8")
+    if RESERVED_IN_NAMES.search(str(path)):
+        return Skipped(path, "the name holds a private-use character (U+10FD80-U+10FDFF) oboyu keeps for bytes that are not UTF-8")
     file_type = file_type_for(path)
     if file_type is None:
         return Skipped(path, unsupported_reason(path))

@@ -209,7 +209,7 @@ class Lookup:
 
     def fill(self, fresh: np.ndarray, cache: EmbeddingCache | None, model_id: str) -> np.ndarray:
         """The vectors with `fresh` (the embeddings of `missing`, in order) in place, kept in the cache."""
-        made = dict(zip(self.missing, fresh))
+        made = {key: vector for key, vector in zip(self.missing, fresh) if not np.isnan(vector).any()}  # NaN: failed
         if cache is not None and made:
             cache.put_many(model_id, list(made.items()))
         for row, key in enumerate(self.keys):

@@ -13,6 +13,7 @@ per index.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import threading
@@ -20,8 +21,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import duckdb
 import numpy as np
 
 from oboyu.documents.chunking import Chunker
@@ -33,17 +35,22 @@ from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
 from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
-from oboyu.index.records import ChunkRecord, KnownSkip, StoredFile, chunk_id
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
-from oboyu.paths import is_within, outermost
+from oboyu.paths import disk_path, is_within, outermost, stored_path
 from oboyu.progress import ProgressLine
+
+_log = logging.getLogger(__name__)
 
 EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
 KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
 KEYWORD_COMMIT_SECONDS = 2.0  # ... or fewer, when this long has passed since the last write
 QUEUE_FILES = 64
+UNEMBEDDABLE = "the model failed on its text"  # the engine's error is logged once per group
+# what the index says of a value it will not hold: the file that brought it is skipped, not the run
+REFUSED_VALUES = (duckdb.DataError, duckdb.ConstraintException, duckdb.InvalidInputException, UnicodeError, OverflowError)
 # the reading pass's ETA is extrapolated from bytes read once this share of them is: before, a few
 # small files in front of a long one gave "ETA 160h" (their cost is per file, not per byte)
 ETA_GROUNDED_SHARE = 0.01
@@ -232,9 +239,9 @@ class Indexer:
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
             plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips)
             # a junk folder indexed on its own is not left out: its own root walks it
-            plan.skipped = [s for s in plan.skipped if str(s.path) not in recorded]
+            plan.skipped = [s for s in plan.skipped if stored_path(s.path) not in recorded]
             self._apply(plan, stats)
-            junk = [str(s.path) for s in plan.skipped if s.reason == JUNK_REASON.format(name=s.path.name)]
+            junk = [stored_path(s.path) for s in plan.skipped if s.reason == JUNK_REASON.format(name=s.path.name)]
             changed = {}
             for part in parts:  # a whole root's walk says what it left out; written only when that changed
                 root = part.root.path
@@ -288,7 +295,7 @@ class Indexer:
             return
         self._bulk_wanted = len(todo) >= BULK_TOKENIZER_FILES  # loaded by the first file that is chunked
         total_bytes = sum(e.size for e, _ in todo) or 1
-        indexed_before = {str(e.path) for e, previous in todo if previous is not None}
+        indexed_before = {stored_path(e.path) for e, previous in todo if previous is not None}
         started = last_write = time.perf_counter()
         done_files = done_bytes = chunks_read = 0
         pending: list[Prepared] = []
@@ -317,8 +324,8 @@ class Indexer:
                     done_files += isinstance(item, (Skipped, Unindexable, Touched, Prepared))
                     if isinstance(item, (Skipped, Unindexable)):
                         stats.skipped.append(Skipped(item.path, item.reason))
-                        if str(item.path) in indexed_before:
-                            unreadable.append(str(item.path))
+                        if stored_path(item.path) in indexed_before:
+                            unreadable.append(stored_path(item.path))
                         if isinstance(item, Unindexable):
                             unindexable.append(item)
                     elif isinstance(item, Touched):
@@ -384,8 +391,12 @@ class Indexer:
             report()
             for (ids, lookup), fresh in self._embedded(groups()):
                 vectors = lookup.fill(fresh, self.cache, self.embedder.info.model_id)
+                failed = np.isnan(vectors).any(axis=1)  # a text the engine failed on alone
                 with self._open() as store:
-                    store.add_vectors(ids, vectors)
+                    store.add_vectors([cid for cid, bad in zip(ids, failed) if not bad], vectors[~failed])
+                    if failed.any():
+                        for path in store.skip_documents_of([cid for cid, bad in zip(ids, failed) if bad], UNEMBEDDABLE):
+                            stats.skipped.append(Skipped(Path(disk_path(path)), UNEMBEDDABLE))
                 stats.chunks += len(lookup.missing)
                 stats.reused += len(ids) - len(lookup.missing)
                 done += len(ids)
@@ -400,11 +411,26 @@ class Indexer:
             return
         # the next group is read, looked up and tokenized in another thread while the engine (which
         # lets go of the GIL) embeds this one: 1.3 s of a 36 s cold index of 150 files, hidden
-        tokenized = ((tag, self.embedder.token_ids(texts)) for tag, texts in groups)
-        for tag, token_ids in ahead(tokenized):
+        tokenized = ((tag, texts, _attempt(self.embedder.token_ids, texts)) for tag, texts in groups)
+        for tag, texts, token_ids in ahead(tokenized):
             if self.stop.is_set():  # the group read ahead waits for the next run
                 return
-            yield tag, self.embedder.embed_ids(token_ids)
+            vectors = _attempt(self.embedder.embed_ids, token_ids) if not isinstance(token_ids, Exception) else token_ids
+            yield tag, vectors if not isinstance(vectors, Exception) else self._embedded_alone(texts, vectors)
+
+    def _embedded_alone(self, texts: list[str], failure: Exception) -> np.ndarray:
+        """A group the engine failed on, text by text: a row of NaN for each text that fails
+        alone (its file is skipped). When every one fails, the failure is the engine's, not a
+        file's, and ends the run."""
+        out = np.full((len(texts), self.embedder.info.dimensions), np.nan, dtype=np.float32)
+        for row, text in enumerate(texts):
+            vector = _attempt(lambda t: self.embedder.embed_ids(self.embedder.token_ids(t)), [text])
+            if not isinstance(vector, Exception):
+                out[row] = vector[0]
+        if np.isnan(out).any(axis=1).all():
+            raise failure
+        _log.warning(f"the model failed on {int(np.isnan(out).any(axis=1).sum())} passages: {type(failure).__name__}: {failure}")
+        return out
 
     def _report(self, step: IndexProgress) -> None:
         self.progress.update(step.line())
@@ -468,23 +494,14 @@ class Indexer:
         vectors the cache holds (the rest wait for the meaning pass)."""
         items = []
         for p in prepared:
-            records = [
-                ChunkRecord(chunk_id(p.document.path, c.start_char, c.end_char, c.text), c.ordinal, c.heading,
-                            c.start_line, c.end_line, c.start_char, c.end_char, c.text, dict(terms), pages[0], pages[1])
-                for c, terms, pages in zip(p.chunks, p.terms, p.pages)
-            ]
-            vectors = p.vectors if p.vectors is not None else np.full((len(records), self.embedder.info.dimensions), np.nan, np.float32)
-            items.append((p.document, records, vectors))
-            missing = int(np.isnan(vectors).any(axis=1).sum())
-            stats.reused += len(records) - missing
-            self._vectors_missing += missing
+            items.append(self._rows_of(p, stats))
         with self._open() as store:
-            store.write_documents(items)
-            store.update_file_stats([(str(e.path), e.size, e.mtime_ns) for e in touched])
+            prepared = self._write_documents(store, items, prepared, stats)
+            store.update_file_stats([(stored_path(e.path), e.size, e.mtime_ns) for e in touched])
             store.delete_paths(unreadable)
             # a file remembered as unindexable that reads now is forgotten
             indexed_now = [p.document.path for p in prepared if p.document.path in self._known_skips]
-            store.remember_skipped([(str(u.entry.path), str(u.entry.root), KnownSkip(u.entry.size, u.entry.mtime_ns, u.reason))
+            store.remember_skipped([(stored_path(u.entry.path), str(u.entry.root), KnownSkip(u.entry.size, u.entry.mtime_ns, u.reason))
                                     for u in unindexable], indexed_now)
         stats.unchanged += len(touched)
         stats.removed += len(unreadable)
@@ -495,3 +512,46 @@ class Indexer:
                 stats.changed += 1
             else:  # rebuilt by --full, its content as it was
                 stats.unchanged += 1
+
+    def _rows_of(self, p: Prepared, stats: IndexStats) -> tuple[DocumentRecord, list[ChunkRecord], np.ndarray]:
+        """A prepared file's rows: its document, chunks and the vectors the cache held."""
+        records = [
+                ChunkRecord(chunk_id(p.document.path, c.start_char, c.end_char, c.text), c.ordinal, c.heading,
+                            c.start_line, c.end_line, c.start_char, c.end_char, c.text, dict(terms), pages[0], pages[1])
+                for c, terms, pages in zip(p.chunks, p.terms, p.pages)
+            ]
+        vectors = p.vectors if p.vectors is not None else np.full((len(records), self.embedder.info.dimensions), np.nan, np.float32)
+        missing = int(np.isnan(vectors).any(axis=1).sum())
+        stats.reused += len(records) - missing
+        self._vectors_missing += missing
+        return p.document, records, vectors
+
+    @staticmethod
+    def _write_documents(store: Store, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]],
+                         prepared: list[Prepared], stats: IndexStats) -> list[Prepared]:
+        """The files written in one transaction; when the index refuses a value in it, each file
+        alone, so that the file it refuses is skipped with the reason and the others are kept. A
+        failure of the disk or the database (full, read-only) is the run's, and ends it."""
+        try:
+            store.write_documents(items)
+            return prepared
+        except REFUSED_VALUES:
+            pass  # which file it was is found below
+        written: list[Prepared] = []
+        for item, p in zip(items, prepared):
+            try:
+                store.write_documents([item])
+                written.append(p)
+            except REFUSED_VALUES as exc:  # its old rows, if any, stay: it is tried again next run
+                stats.skipped.append(Skipped(p.entry.path, f"cannot be stored: {type(exc).__name__}: {exc}"))
+        return written
+
+
+def _attempt(step: Callable[[Any], Any], texts: Any) -> Any:
+    """`step(texts)`, or the exception it raised, to be handled where the texts are known."""
+    try:
+        return step(texts)
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # one file's text must not stop the run: sorted out by _embedded_alone
+        return exc

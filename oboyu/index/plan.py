@@ -14,6 +14,7 @@ from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.filetypes import file_type_for
 from oboyu.index.records import KnownSkip, Move, Root, StoredFile
 from oboyu.index.store import Store
+from oboyu.paths import stored_path
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def stored_files(store: Store, parts: list[Part]) -> dict[str, StoredFile]:
     """What the index holds under the parts, by path."""
     stored: dict[str, StoredFile] = {}
     for part in parts:
-        stored.update(store.files_under(str(part.path), part.root.path))
+        stored.update(store.files_under(stored_path(part.path), part.root.path))
     return stored
 
 
@@ -62,7 +63,7 @@ def known_skips(store: Store, parts: list[Part]) -> dict[str, KnownSkip]:
     """The files under the parts whose content could not be indexed when last tried, by path."""
     known: dict[str, KnownSkip] = {}
     for part in parts:
-        known.update(store.skipped_under(str(part.path), part.root.path))
+        known.update(store.skipped_under(stored_path(part.path), part.root.path))
     return known
 
 
@@ -78,9 +79,9 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     for part in parts:
         for item in crawl_part(Path(part.root.path), part.path, part.root.follow_symlinks, max_bytes):
             if isinstance(item, Skipped):
-                skipped.setdefault(str(item.path), item)
+                skipped.setdefault(stored_path(item.path), item)
             else:
-                found.setdefault(str(item.path), item)
+                found.setdefault(stored_path(item.path), item)
     plan.skipped = list(skipped.values())
     gone = {path: stored[path] for path in stored if path not in found}
     for path, entry in found.items():
@@ -124,5 +125,5 @@ def _find_renames(plan: Plan, gone: dict[str, StoredFile], max_bytes: int) -> No
             still_new.append(entry)
         else:
             del gone[match]
-            plan.renamed.append(Move(match, str(entry.path), str(entry.root), entry.size, entry.mtime_ns))
+            plan.renamed.append(Move(match, stored_path(entry.path), str(entry.root), entry.size, entry.mtime_ns))
     plan.added = still_new

@@ -21,6 +21,7 @@ from oboyu.documents.keywords import term_counts
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.records import DocumentRecord, StoredFile, keyword_text
 from oboyu.models.embedding import Embedder
+from oboyu.paths import stored_path
 
 
 @dataclass
@@ -128,7 +129,7 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
     except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
         return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
     document = DocumentRecord(
-        path=str(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
+        path=stored_path(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
         encoding=encoding, file_type=entry.file_type, title=extracted.title,
     )
     pages = [extracted.parts_between(c.start_char, c.end_char) for c in chunks]

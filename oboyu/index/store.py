@@ -202,6 +202,18 @@ class Store:
                 self.con.executemany("INSERT INTO skipped_files VALUES (?, ?, ?, ?, ?)",
                                      [(path, root, known.size, known.mtime_ns, known.reason) for path, root, known in found])
 
+    def skip_documents_of(self, chunk_ids: list[str], reason: str) -> list[str]:
+        """The documents holding these chunks taken out, and remembered as skipped for `reason`
+        (passed over until they change); their paths."""
+        with registered(self.con, objects(chunk_ids)) as (name,):
+            rows = self.con.execute(
+                "SELECT DISTINCT d.path, d.root, d.size, d.mtime_ns FROM documents d JOIN chunks c ON c.document_id = d.id "
+                f"WHERE c.id IN (SELECT column0 FROM {name}) ORDER BY d.path"
+            ).fetchall()
+        self.delete_paths([path for path, _, _, _ in rows])
+        self.remember_skipped([(path, root, KnownSkip(size, mtime, reason)) for path, root, size, mtime in rows], [])
+        return [path for path, _, _, _ in rows]
+
     def write_documents(self, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]]) -> None:
         """Replace these documents (by path) with their chunks and vectors, in one transaction. A
         row of NaN is a vector not made yet: the chunk is searchable by keyword until

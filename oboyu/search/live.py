@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
+from oboyu.paths import disk_path, stored_path
 from oboyu.search.filters import Filters
 from oboyu.search.query import Result, search
 from oboyu.search.rankers import SqlRanker
@@ -131,13 +132,13 @@ class LiveIndex:
         with self.reading() as store:
             return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
 
-    def file_roots(self) -> dict[str, str]:
-        """Indexed file -> its indexed folder, from memory when the index has not changed: a
-        long-lived server answers without opening the index."""
+    def file_roots(self) -> Mapping[str, str]:
+        """Indexed file (as the system names it) -> its indexed folder, from memory when the
+        index has not changed: a long-lived server answers without opening the index."""
         if not self.exists():
             return {}
         self.refresh()
-        return self.resident.roots
+        return _OnDisk(self.resident.roots)
 
     def model_id(self) -> str | None:
         """The model the index was built with (None for a new index)."""
@@ -153,3 +154,20 @@ class LiveIndex:
             documents, chunks = store.counts()
             embedded, _ = store.vector_coverage()
             return IndexSummary(store.model_id(), documents, chunks, store.root_summaries(), embedded)
+
+
+class _OnDisk(Mapping[str, str]):
+    """The index's file -> root map, looked up by the names results carry (a name that is not
+    UTF-8 is held in the index's form): translated per lookup, not per file."""
+
+    def __init__(self, stored: dict[str, str]):
+        self.stored = stored
+
+    def __getitem__(self, path: str) -> str:
+        return self.stored[stored_path(path)]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(disk_path, self.stored)
+
+    def __len__(self) -> int:
+        return len(self.stored)

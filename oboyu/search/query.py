@@ -18,6 +18,7 @@ from oboyu.index.records import SearchHit
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
+from oboyu.paths import disk_path
 from oboyu.search.confidence import gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
@@ -166,7 +167,7 @@ def search(
         confidence = confidences[cid]
         results.append(
             Result(
-                rank=rank, confidence=round(confidence, 4), path=hit.path, start_line=hit.start_line,
+                rank=rank, confidence=round(confidence, 4), path=disk_path(hit.path), start_line=hit.start_line,
                 end_line=hit.end_line, heading=hit.heading, title=hit.title,
                 snippet=snippet, chunk_id=cid, mode=found_by, matches=matches,
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
@@ -249,7 +250,7 @@ def _fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Sc
             continue
         shown = first.get(hit.content) if hit.content else None
         if shown is not None:
-            copies[shown].append(hit.path)
+            copies[shown].append(disk_path(hit.path))
         elif len(kept) < k:
             kept.append((cid, score))
             copies[cid] = []
