@@ -2,6 +2,9 @@
 on real DuckDB files."""
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -232,3 +235,34 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         window = Filters(since_ns=5 * day, until_ns=15 * day)
         assert [r.path for r in search(SqlRanker(store), None, "猫", 3, filters=window, mode=Mode.KEYWORD)] == ["/notes/a.md"]
         assert found(3, since="1970-01-15T00:00+00:00") == ["/work/c.txt"]
+
+
+SCORE_IN_A_PROCESS = """
+import sys
+from pathlib import Path
+from oboyu.index.store import Store
+from oboyu.search.resident import ResidentIndex
+with Store(Path(sys.argv[1]), read_only=True) as store:
+    resident = ResidentIndex().refresh(store)
+    terms = sys.argv[2].split()
+    print(repr([resident.keyword_scores(terms, 50), sorted(resident.term_rarity(terms).items())]))
+"""
+
+
+def test_keyword_scores_are_the_same_bits_in_every_process(tmp_path: Path) -> None:
+    """A query's terms are summed in one order: in a set's order, which Python draws anew for
+    each process, float32 sums differed in the last bit and near-ties swapped between runs."""
+    rng = np.random.default_rng(5)
+    vocabulary = [f"語{i}" for i in range(12)]
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", 4)
+        for n in range(40):
+            terms = {str(t): int(rng.integers(1, 9)) for t in rng.choice(vocabulary, size=6, replace=False)}
+            add_document(store, f"/corpus/{n:02}.txt", [(" ".join(terms), terms)])
+    runs = {
+        subprocess.run([sys.executable, "-c", SCORE_IN_A_PROCESS, str(tmp_path / "index.duckdb"), " ".join(vocabulary)],
+                       env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True,
+                       check=True).stdout
+        for seed in range(6)
+    }
+    assert len(runs) == 1, runs

@@ -148,13 +148,13 @@ def gather(passages: Mapping[str, set[str]], terms: Sequence[str], idf: Mapping[
     mean, spread_std = blended_spread(spread, reference)
     vector_margin = _margins(vector_pool, files, mean)
     keyword_margin = _margins(keyword_pool, files, 0.0)
-    wanted = set(terms)
+    wanted = sorted(set(terms))  # summed in one order: a set's differs between processes
     weight = {t: idf.get(t, 0.0) for t in wanted}
     total = sum(weight.values())
     out = {}
     for cid, words in passages.items():
         cosine = cosines.get(cid, floor)
-        held = wanted & words
+        held = [t for t in wanted if t in words]
         out[cid] = Evidence(
             cosine=cosine,
             standout=(cosine - mean) / spread_std if spread_std > 0 else 0.0,

@@ -103,7 +103,7 @@ class ResidentIndex:
         total = len(self.chunk_ids)
         scores = np.zeros(total, dtype=np.float32)
         hit = np.zeros(total, dtype=bool)
-        for term in set(terms):
+        for term in sorted(set(terms)):  # one order: float32 sums in another differ in the last bit, and ties flip
             if term not in self.postings:
                 continue
             rows, tf = self.postings[term]
@@ -114,7 +114,7 @@ class ResidentIndex:
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         total = len(self.chunk_ids)
-        return {t: idf(total, len(self.postings[t][0]) if t in self.postings else 0) for t in set(terms)}
+        return {t: idf(total, len(self.postings[t][0]) if t in self.postings else 0) for t in sorted(set(terms))}
 
     def _rows(self, ids: list[str]) -> dict[str, int]:
         """The rows of these chunks (in chunk-id order, as the snapshot sorted them)."""
