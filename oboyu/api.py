@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile, OnProgress, Workers, WritableIndex
+from oboyu.index.index_file import IndexFile, WritableIndex
+from oboyu.index.indexer import Indexer, OnProgress, Workers
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder, load_reranker

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pdfs import make_pdf  # tests/pdfs.py
 
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 

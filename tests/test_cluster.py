@@ -27,7 +27,8 @@ import oboyu.index.indexer as indexer_module
 from oboyu.errors import OboyuError
 from oboyu.index.cluster import Cluster
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder

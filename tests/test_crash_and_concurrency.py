@@ -21,7 +21,8 @@ import pytest
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder

@@ -275,7 +275,8 @@ def test_a_folder_of_every_format_is_indexed_and_each_file_found_by_a_question(t
 
 
 def test_mcp_read_gives_a_pdfs_words_and_where_its_pages_start(tmp_path: Path, embedder) -> None:
-    from oboyu.index.indexer import Indexer, IndexFile
+    from oboyu.index.index_file import IndexFile
+    from oboyu.index.indexer import Indexer
     from oboyu.mcp.server import OboyuTools
 
     folder = tmp_path / "docs"
@@ -302,7 +303,8 @@ def test_the_app_previews_a_decks_text_and_e_opens_it_with_the_desktops_opener(t
     import os
     import sys
 
-    from oboyu.index.indexer import Indexer, IndexFile
+    from oboyu.index.index_file import IndexFile
+    from oboyu.index.indexer import Indexer
     from oboyu.tui.app import OboyuApp
     from oboyu.tui.widgets import Preview
 

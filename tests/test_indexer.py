@@ -4,7 +4,8 @@ import io
 import os
 from pathlib import Path
 
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.progress import ProgressLine

@@ -14,7 +14,8 @@ from conftest import run_oboyu as oboyu
 from mcp.client import Client
 
 from oboyu.documents.extract import extract_file
-from oboyu.index.indexer import UNEMBEDDABLE, Indexer
+from oboyu.index.indexer import Indexer
+from oboyu.index.isolation import UNEMBEDDABLE
 from oboyu.index.store import Store
 from oboyu.mcp.server import OboyuTools, build_server
 from oboyu.models.embedding import Embedder

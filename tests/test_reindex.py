@@ -16,7 +16,8 @@ from oboyu.documents.extract import extract_file
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder

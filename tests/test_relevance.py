@@ -12,7 +12,8 @@ import pytest
 from conftest import EXAMPLE_NOTES, run_oboyu
 
 from oboyu.documents.keywords import match_spans, term_counts, words
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.modes import Mode
 from oboyu.search.confidence import FEATURES, model_for
 from oboyu.tui.app import OboyuApp

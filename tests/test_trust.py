@@ -16,7 +16,8 @@ from conftest import run_oboyu as oboyu
 
 from oboyu.errors import IndexBusyError
 from oboyu.index.embedding_cache import EmbeddingCache, look_up
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
 from oboyu.index.reports import IndexProgress
 from oboyu.index.store import Store

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE_NOTES
 
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder

@@ -33,7 +33,8 @@ from oboyu.documents.chunking import Chunker
 from oboyu.documents.crawl import FileEntry, crawl
 from oboyu.index.cluster import Cluster
 from oboyu.index.embedding_cache import EmbeddingCache
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.preparing import Prepared, embedding_text, prepare_file
 from oboyu.index.store import Store
 from oboyu.models.default.build import ensure_default_model

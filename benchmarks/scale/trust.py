@@ -24,7 +24,8 @@ import anyio
 from mcp.client import Client
 
 from benchmarks import harness
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.mcp import OboyuTools, build_server
 from oboyu.models.loading import load_default_embedder
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from benchmarks import harness
 from oboyu.errors import IndexBusyError
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.store import open_for_reading
 from oboyu.models.loading import load_default_embedder
 from oboyu.modes import Mode

@@ -15,7 +15,8 @@ import click
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
-from oboyu.index.indexer import Indexer, IndexFile
+from oboyu.index.index_file import IndexFile
+from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexStats
 from oboyu.models.loading import load_embedder
 from oboyu.paths import disk_path

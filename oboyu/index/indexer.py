@@ -13,7 +13,6 @@ per index.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import queue
 import threading
@@ -21,9 +20,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-import duckdb
 import numpy as np
 
 from oboyu.documents.chunking import Chunker
@@ -32,56 +30,27 @@ from oboyu.errors import OboyuError
 from oboyu.index.ahead import ahead
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
+from oboyu.index.index_file import WritableIndex
+from oboyu.index.isolation import UNEMBEDDABLE, attempt, embedded_alone, write_each_alone_on_refusal
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
 from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats
-from oboyu.index.store import Store, open_for_reading
+from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.paths import disk_path, is_within, outermost, stored_path
 from oboyu.progress import ProgressLine
-
-_log = logging.getLogger(__name__)
 
 EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
 KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
 KEYWORD_COMMIT_SECONDS = 2.0  # ... or fewer, when this long has passed since the last write
 QUEUE_FILES = 64
-UNEMBEDDABLE = "the model failed on its text"  # the engine's error is logged once per group
-# what the index says of a value it will not hold: the file that brought it is skipped, not the run
-REFUSED_VALUES = (duckdb.DataError, duckdb.ConstraintException, duckdb.InvalidInputException, UnicodeError, OverflowError)
 # the reading pass's ETA is extrapolated from bytes read once this share of them is: before, a few
 # small files in front of a long one gave "ETA 160h" (their cost is per file, not per byte)
 ETA_GROUNDED_SHARE = 0.01
 # runs this large tokenize with the fast tokenizer, whose load (0.5 s, ~290 MB) a few files do not repay
 BULK_TOKENIZER_FILES, BULK_TOKENIZER_PASSAGES = 100, 500
-
-
-class WritableIndex(Protocol):
-    """The index an Indexer updates, however it is held: an open Store (held for the run), an
-    `IndexFile` (opened for each batch, so that other processes read it between), or a long-lived
-    process's LiveIndex (its own searches go on between batches)."""
-
-    @property
-    def db_path(self) -> Path: ...
-
-    def writing(self) -> contextlib.AbstractContextManager[Store]: ...
-
-    def reading(self) -> contextlib.AbstractContextManager[Store]: ...
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    """An index file, opened to write one batch and closed after it."""
-
-    db_path: Path
-
-    def writing(self) -> contextlib.AbstractContextManager[Store]:
-        return contextlib.closing(Store.open_writer(self.db_path))
-
-    def reading(self) -> contextlib.AbstractContextManager[Store]:
-        return open_for_reading(self.db_path)
 
 
 OnProgress = Callable[[IndexProgress], None]
@@ -411,26 +380,12 @@ class Indexer:
             return
         # the next group is read, looked up and tokenized in another thread while the engine (which
         # lets go of the GIL) embeds this one: 1.3 s of a 36 s cold index of 150 files, hidden
-        tokenized = ((tag, texts, _attempt(self.embedder.token_ids, texts)) for tag, texts in groups)
+        tokenized = ((tag, texts, attempt(self.embedder.token_ids, texts)) for tag, texts in groups)
         for tag, texts, token_ids in ahead(tokenized):
             if self.stop.is_set():  # the group read ahead waits for the next run
                 return
-            vectors = _attempt(self.embedder.embed_ids, token_ids) if not isinstance(token_ids, Exception) else token_ids
-            yield tag, vectors if not isinstance(vectors, Exception) else self._embedded_alone(texts, vectors)
-
-    def _embedded_alone(self, texts: list[str], failure: Exception) -> np.ndarray:
-        """A group the engine failed on, text by text: a row of NaN for each text that fails
-        alone (its file is skipped). When every one fails, the failure is the engine's, not a
-        file's, and ends the run."""
-        out = np.full((len(texts), self.embedder.info.dimensions), np.nan, dtype=np.float32)
-        for row, text in enumerate(texts):
-            vector = _attempt(lambda t: self.embedder.embed_ids(self.embedder.token_ids(t)), [text])
-            if not isinstance(vector, Exception):
-                out[row] = vector[0]
-        if np.isnan(out).any(axis=1).all():
-            raise failure
-        _log.warning(f"the model failed on {int(np.isnan(out).any(axis=1).sum())} passages: {type(failure).__name__}: {failure}")
-        return out
+            vectors = attempt(self.embedder.embed_ids, token_ids) if not isinstance(token_ids, Exception) else token_ids
+            yield tag, vectors if not isinstance(vectors, Exception) else embedded_alone(self.embedder, texts, vectors)
 
     def _report(self, step: IndexProgress) -> None:
         self.progress.update(step.line())
@@ -496,7 +451,7 @@ class Indexer:
         for p in prepared:
             items.append(self._rows_of(p, stats))
         with self._open() as store:
-            prepared = self._write_documents(store, items, prepared, stats)
+            prepared = write_each_alone_on_refusal(store, items, prepared, stats)
             store.update_file_stats([(stored_path(e.path), e.size, e.mtime_ns) for e in touched])
             store.delete_paths(unreadable)
             # a file remembered as unindexable that reads now is forgotten
@@ -526,32 +481,4 @@ class Indexer:
         self._vectors_missing += missing
         return p.document, records, vectors
 
-    @staticmethod
-    def _write_documents(store: Store, items: list[tuple[DocumentRecord, list[ChunkRecord], np.ndarray]],
-                         prepared: list[Prepared], stats: IndexStats) -> list[Prepared]:
-        """The files written in one transaction; when the index refuses a value in it, each file
-        alone, so that the file it refuses is skipped with the reason and the others are kept. A
-        failure of the disk or the database (full, read-only) is the run's, and ends it."""
-        try:
-            store.write_documents(items)
-            return prepared
-        except REFUSED_VALUES:
-            pass  # which file it was is found below
-        written: list[Prepared] = []
-        for item, p in zip(items, prepared):
-            try:
-                store.write_documents([item])
-                written.append(p)
-            except REFUSED_VALUES as exc:  # its old rows, if any, stay: it is tried again next run
-                stats.skipped.append(Skipped(p.entry.path, f"cannot be stored: {type(exc).__name__}: {exc}"))
-        return written
 
-
-def _attempt(step: Callable[[Any], Any], texts: Any) -> Any:
-    """`step(texts)`, or the exception it raised, to be handled where the texts are known."""
-    try:
-        return step(texts)
-    except (MemoryError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # one file's text must not stop the run: sorted out by _embedded_alone
-        return exc
