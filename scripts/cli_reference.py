@@ -31,7 +31,7 @@ Every command and option of `oboyu`, made from the commands' own help by
 `python scripts/cli_reference.py` (do not edit it by hand: `tests/test_docs.py` fails when it is
 out of date). Every command takes `-h` / `--help`, which prints the same. The
 [user guide](guide.md) says how the commands behave. Exit status: 0 success (`query`: results
-found), 1 `query` with no results, 2 error.
+found), 1 `query` with no results (`get`: a glob or folder that named no indexed file), 2 error.
 """
 
 

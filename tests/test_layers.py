@@ -1,4 +1,4 @@
-"""The house's layering: documents <- index <- search <- front ends (cli, tui, mcp), models beside
+"""The house's layering: documents <- index <- search <- api, retrieve <- front ends (cli, tui, mcp), models beside
 documents and under index; the library never imports a front end, and query time never loads the
 conversion code, torch or transformers. Read from every module's imports, lazy ones included, and
 from what a real `oboyu query` loads."""
@@ -23,6 +23,7 @@ ALLOWED = {
     "index": {"index", "documents", "models"},
     "search": {"search", "index", "documents", "models"},
     "api": {"index", "documents", "models", "search"},
+    "retrieve": {"index", "documents", "search"},  # indexed files' text for `get` and MCP `read`, beside api
 }
 TOP_LEVEL = {"errors", "paths", "progress", "config", "modes", "text", "__init__", "__version__"}
 

@@ -11,7 +11,7 @@ import click
 import numpy as np
 import pytest
 
-from oboyu.cli.searching import _colour, highlight
+from oboyu.cli.output import colour, highlight
 from oboyu.errors import OboyuError
 from oboyu.index.records import ChunkRecord, DocumentRecord
 from oboyu.index.schema import SCHEMA_VERSION
@@ -128,10 +128,14 @@ def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> Non
             return True
 
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert _colour(Terminal())
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert colour(Terminal())
+    monkeypatch.setenv("TERM", "dumb")
+    assert not colour(Terminal())
+    monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.setenv("NO_COLOR", "1")
-    assert not _colour(Terminal())
-    assert not _colour(io.StringIO())
+    assert not colour(Terminal())
+    assert not colour(io.StringIO())
 
 
 def make_old_index(path: Path, version: int) -> None:

@@ -1,6 +1,7 @@
 """The `oboyu` command: a thin layer over the library. Errors are one line on stderr.
 
-Exit status: 0 success (query: results found), 1 query with no results, 2 error.
+Exit status: 0 success (query: results found), 1 query with no results (get: a glob or folder
+that named no indexed file), 2 error.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import click
 
 from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
+from oboyu.cli.getting import get
 from oboyu.cli.indexing import index, reindex, remove, status
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
@@ -45,7 +47,7 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
             click.echo(ctx.get_help())
 
 
-for command in (tui, index, reindex, remove, query, status, cache, config_command, doctor, mcp, eval_command, models):
+for command in (tui, index, reindex, remove, query, get, status, cache, config_command, doctor, mcp, eval_command, models):
     cli.add_command(command)
 
 

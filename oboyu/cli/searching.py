@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
-from typing import TextIO
 
 import click
 
 from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
+from oboyu.cli.output import FORMATS, write_results
 from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.modes import MODE_NAMES, Mode
@@ -20,18 +19,7 @@ from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.search.query import Result
 from oboyu.search.rankers import SqlRanker
-from oboyu.text import json_safe, valid_text, visible, visible_pieces
-
-
-def highlight(text: str, spans: list[tuple[int, int]], colour: bool = True) -> str:
-    """Text from a file, its control characters made visible (piece by piece: a visible form may
-    be longer than the character), matched words in bold yellow when `colour`."""
-    return "".join(click.style(piece, fg="yellow", bold=True) if matched and colour else piece
-                   for piece, matched in visible_pieces(text, spans))
-
-
-def _colour(stream: TextIO) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ
+from oboyu.text import json_safe, valid_text, visible
 
 
 @click.command()
@@ -39,7 +27,12 @@ def _colour(stream: TextIO) -> bool:
 @db_option
 @click.option("-k", "k", type=click.IntRange(min=1, max=1000), default=None,
               help="Number of results (default: 10, or query.k in the settings).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
+              help="text (default); json (an array); jsonl (an object a line); csv (a header row, a row a result); "
+                   "md (a Markdown list to paste into notes); files (each file once, one a line, for xargs).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=None, metavar="X",
+              help="Only results whose confidence is at least X (0 to 1), of those shown (weak ones too with --all).")
 @click.option("--path", "paths", multiple=True, metavar="PATTERN", help="Only files matching PATTERN, as in .gitignore "
               "(*.md, drafts/, /top.md; `!PATTERN` leaves out), inside each indexed folder; repeatable.")
 @click.option("--type", "types", metavar="EXT,...", help="Only these extensions or file types, e.g. md,txt.")
@@ -57,14 +50,15 @@ def _colour(stream: TextIO) -> bool:
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read one query a line; write one JSON line of results each.")
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the best passages with the installed reranker (default: when one is installed).")
-def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths: tuple[str, ...], types: str | None,
-          since: str | None, until: str | None, roots: tuple[str, ...], mode_name: str | None, by_chunk: bool, explain: bool,
-          from_stdin: bool, rerank: bool | None, show_all: bool) -> None:
+def query(text: str | None, db: Path | None, k: int | None, output_format: str | None, as_json: bool,
+          min_score: float | None, paths: tuple[str, ...], types: str | None, since: str | None, until: str | None,
+          roots: tuple[str, ...], mode_name: str | None, by_chunk: bool, explain: bool, from_stdin: bool,
+          rerank: bool | None, show_all: bool) -> None:
     """Search the index.
 
     Each result's score is its confidence: the estimated probability that it is what you asked
     for. Results under the weak-match line are left out unless --all; when none is left, oboyu
-    says "no good match" (exit 1)."""
+    says "no good match" (exit 1). On a terminal, each path is a link to its file."""
     from oboyu.index.reports import meaning_share
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
@@ -73,6 +67,13 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
     mode = Mode(mode_name) if mode_name else settings().mode
     if (text is None) == (not from_stdin):
         raise click.UsageError("give either a query TEXT or --stdin")
+    if as_json and output_format not in (None, "json"):
+        raise click.UsageError(f"--json is --format json; give one of them, not --format {output_format} too")
+    if from_stdin and output_format not in (None, "json"):
+        raise click.UsageError("--stdin always writes one JSON array a line; leave out --format")
+    output_format = "json" if as_json else output_format or "text"
+    if explain and output_format in ("csv", "md", "files"):
+        raise click.UsageError(f"--explain shows in --format text (JSON always holds the evidence), not in {output_format}")
     path = db_path(db)
     with open_reading(path) as store:
         folders = [root.path for root in store.roots_named(list(roots))]
@@ -92,34 +93,37 @@ def query(text: str | None, db: Path | None, k: int | None, as_json: bool, paths
                              reranker=reranker)
     if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
         _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,
-                      show_all)
+                      show_all, min_score)
         return
-    shown = _shown(results, show_all)
-    if as_json:
-        sys.stdout.write(json_safe(json.dumps([r.to_json() for r in shown], ensure_ascii=False, indent=2)) + "\n")
-    else:
-        _print_results(shown, explain)
+    shown = _shown(results, show_all, min_score)
+    write_results(shown, output_format, explain)
     if not shown:
-        _say_no_match(valid_text(text or ""), results)
+        _say_no_match(valid_text(text or ""), results, show_all, min_score)
         raise SystemExit(EXIT_NO_RESULTS)
 
 
-def _shown(results: list[Result], show_all: bool) -> list[Result]:
-    """The confident results in rank order, then (with --all) the weak ones, as the app lists them."""
+def _shown(results: list[Result], show_all: bool, min_score: float | None = None) -> list[Result]:
+    """The confident results in rank order, then (with --all) the weak ones, as the app lists them;
+    with --min-score, only those whose confidence reaches it."""
     strong = [r for r in results if not r.weak]
-    return strong + [r for r in results if r.weak] if show_all else strong
+    shown = strong + [r for r in results if r.weak] if show_all else strong
+    return shown if min_score is None else [r for r in shown if r.confidence >= min_score]
 
 
-def _say_no_match(question: str, results: list[Result]) -> None:
+def _say_no_match(question: str, results: list[Result], show_all: bool = False, min_score: float | None = None) -> None:
     if not results:
         click.echo("no results", err=True)
         return
     closest = results[0]
-    click.echo(f'no good match for "{visible(question)}" (closest: {visible(closest.location)}, confidence {closest.confidence:.2f}; '
-               "--all lists the weak matches)", err=True)
+    where = f"closest: {visible(closest.location)}, confidence {closest.confidence:.2f}"
+    if min_score is not None and (show_all or any(not r.weak for r in results)):
+        click.echo(f'no result for "{visible(question)}" reaches --min-score {min_score:g} ({where})', err=True)
+        return
+    click.echo(f'no good match for "{visible(question)}" ({where}; --all lists the weak matches)', err=True)
 
 
-def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: bool, show_all: bool) -> None:
+def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: bool, show_all: bool,
+                  min_score: float | None) -> None:
     """One JSON array a line of standard input, always: a blank or failing line gets `[]`, and its
     error goes to stderr as a JSON object with the line's number, so answers stay aligned with
     questions. Lines are read as bytes; what is not UTF-8 becomes U+FFFD."""
@@ -128,37 +132,12 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: 
         question = raw.decode("utf-8", "replace").strip()
         results: list[Result] = []
         try:
-            results = _shown(live.search(question, mode, k, filters, group).results, show_all)
+            results = _shown(live.search(question, mode, k, filters, group).results, show_all, min_score)
         except OboyuError as exc:
             err.write(json_safe(json.dumps({"line": number, "error": str(exc)}, ensure_ascii=False)) + "\n")
             err.flush()
         out.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False)) + "\n")
         out.flush()
-
-
-def _print_results(results: list[Result], explain: bool) -> None:
-    out = sys.stdout
-    colour = _colour(out)
-    for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
-        location = visible(r.location)
-        weak = "  (weak)" if r.weak else ""
-        out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if colour else location}\n")
-        heading = visible(r.heading or r.title or "")
-        if r.other_matches:
-            heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
-        if heading:
-            out.write(f"    {click.style(heading, fg='cyan') if colour else heading}\n")
-        if r.copies:  # the same content at other paths: one answer
-            same = "same as " + ", ".join(visible(path) for path in r.copies)
-            out.write(f"    {click.style(same, dim=True) if colour else same}\n")
-        out.write(f"    {highlight(r.snippet, r.matches, colour)}\n")
-        if explain:
-            legs = ", ".join(
-                f"{leg} rank {r.ranks[leg] if r.ranks[leg] else '-'} score {r.leg_scores[leg] if r.leg_scores[leg] is not None else '-'}"
-                for leg in r.ranks
-            )
-            evidence = ", ".join(f"{name} {value:g}" for name, value in r.evidence.items())
-            out.write(f"    [{r.mode}: {legs}; fused {r.ranking_score:g}; evidence: {evidence}]\n")
 
 
 @click.command("eval")

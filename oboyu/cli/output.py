@@ -1,0 +1,153 @@
+"""How results reach stdout: colour and terminal hyperlinks (only on a terminal that wants them),
+and `oboyu query --format`: text, json, jsonl, csv, md, files.
+
+Hyperlinks are OSC 8 (ESC ] 8 ; ; URL ST text ESC ] 8 ; ; ST), written where colour is: stdout
+a terminal, no NO_COLOR, TERM not `dumb`, as ripgrep and `ls --hyperlink=auto` decide, and
+not on the Linux console (TERM=linux), which does not implement them; NO_TERM_HYPERLINKS turns
+them off alone (GNU libtextstyle's variable). The URL is `file://HOST/PATH` (the host, as the
+spec asks, so that a terminal reached over SSH does not open a local file of the same name), with
+`#LINE` only in kitty, the one terminal that opens a file URL at its fragment's line
+(ripgrep's `kitty` format); a fragment would make others open nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import socket
+import sys
+import urllib.parse
+from typing import TextIO
+
+import click
+
+from oboyu.search.query import Result
+from oboyu.text import json_safe, visible, visible_pieces
+
+FORMATS = ("text", "json", "jsonl", "csv", "md", "files")
+CSV_COLUMNS = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet",
+               "chunk_id", "weak")
+
+
+def colour(stream: TextIO) -> bool:
+    """Escape sequences (colour, hyperlinks) are for a person's terminal only."""
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def hyperlinks(stream: TextIO) -> bool:
+    return colour(stream) and os.environ.get("TERM") != "linux" and "NO_TERM_HYPERLINKS" not in os.environ
+
+
+def file_url(path: str, line: int | None = None) -> str:
+    """`file://HOST/PATH` (every byte outside a plain name percent-encoded: a control character in
+    a name never reaches the terminal raw), `#LINE` in kitty."""
+    if sys.platform == "win32":  # file:///C:/Users/...: Windows terminals take no host
+        where = "/" + urllib.parse.quote(path.replace("\\", "/"), safe="/:")
+        url = f"file://{where}"
+    else:
+        url = f"file://{urllib.parse.quote(socket.gethostname())}{urllib.parse.quote(os.fsencode(path), safe='/')}"
+    kitty = os.environ.get("TERM") == "xterm-kitty" or "KITTY_WINDOW_ID" in os.environ
+    return f"{url}#{line}" if line and kitty else url
+
+
+def link(text: str, url: str | None) -> str:
+    """`text` as a hyperlink to `url`; as it is when `url` is None."""
+    return f"\x1b]8;;{url}\x1b\\{text}\x1b]8;;\x1b\\" if url else text
+
+
+def highlight(text: str, spans: list[tuple[int, int]], coloured: bool = True) -> str:
+    """Text from a file, its control characters made visible (piece by piece: a visible form may
+    be longer than the character), matched words in bold yellow when `coloured`."""
+    return "".join(click.style(piece, fg="yellow", bold=True) if matched and coloured else piece
+                   for piece, matched in visible_pieces(text, spans))
+
+
+def write_results(results: list[Result], output_format: str, explain: bool = False) -> None:
+    """Results in one of FORMATS on stdout."""
+    out = sys.stdout
+    if output_format == "json":
+        out.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2)) + "\n")
+    elif output_format == "jsonl":
+        for r in results:
+            out.write(json_safe(json.dumps(r.to_json(), ensure_ascii=False)) + "\n")
+    elif output_format == "csv":
+        _write_csv(results, out)
+    elif output_format == "md":
+        out.writelines(_markdown(r) + "\n" for r in results)
+    elif output_format == "files":
+        _write_files(results, out)
+    else:
+        _write_text(results, explain, out)
+
+
+def _write_text(results: list[Result], explain: bool, out: TextIO) -> None:
+    coloured, linked = colour(out), hyperlinks(out)
+    for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
+        location = link(visible(r.location), file_url(r.path, r.start_line) if linked else None)
+        weak = "  (weak)" if r.weak else ""
+        out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if coloured else location}\n")
+        heading = visible(r.heading or r.title or "")
+        if r.other_matches:
+            heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
+        if heading:
+            out.write(f"    {click.style(heading, fg='cyan') if coloured else heading}\n")
+        if r.copies:  # the same content at other paths: one answer
+            same = "same as " + ", ".join(visible(path) for path in r.copies)
+            out.write(f"    {click.style(same, dim=True) if coloured else same}\n")
+        out.write(f"    {highlight(r.snippet, r.matches, coloured)}\n")
+        if explain:
+            legs = ", ".join(
+                f"{leg} rank {r.ranks[leg] if r.ranks[leg] else '-'} score {r.leg_scores[leg] if r.leg_scores[leg] is not None else '-'}"
+                for leg in r.ranks
+            )
+            evidence = ", ".join(f"{name} {value:g}" for name, value in r.evidence.items())
+            out.write(f"    [{r.mode}: {legs}; fused {r.ranking_score:g}; evidence: {evidence}]\n")
+
+
+def _write_csv(results: list[Result], out: TextIO) -> None:
+    """A header row, then a row a result; text made visible (a newline in a snippet is ␊, so a row
+    is a line)."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in results:
+        writer.writerow([r.rank, r.confidence, visible(r.path), r.start_line, r.end_line, r.part, visible(r.heading),
+                         visible(r.title or ""), visible(r.snippet), r.chunk_id, "true" if r.weak else "false"])
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<~])")  # emphasis, links, code, HTML, strike-through
+_BLOCK_START = re.compile(r"^(\d*)([-+=#>.)])")  # at a line's start: a list, a heading, a quote
+
+
+def _markdown(r: Result) -> str:
+    """A list item to paste into notes: `path:line` (and the page or slide), the heading path, and
+    the snippet on the next line; Markdown's characters escaped so that a snippet renders as written."""
+    where = visible(f"{r.path}:{r.start_line}")
+    fence = "``" if "`" in where else "`"
+    item = f"- {fence}{where}{fence}" + (f" ({r.part})" if r.part else "")
+    if heading := (r.heading or r.title or ""):
+        item += " " + _MARKDOWN_SPECIAL.sub(r"\\\1", visible(heading))
+    if r.weak:
+        item += " *(weak)*"
+    snippet = _MARKDOWN_SPECIAL.sub(r"\\\1", visible(" ".join(r.snippet.split())))
+    snippet = _BLOCK_START.sub(r"\1\\\2", snippet)
+    return f"{item}\n  {snippet}" if snippet else item
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _write_files(results: list[Result], out: TextIO) -> None:
+    """Each result's file once, one a line, in rank order, for xargs and editors. Piped, a name is
+    written as the system's bytes (a Shift_JIS name reaches the editor intact) unless it holds a
+    control character (a newline would make it two names): that one, and every name on a
+    terminal, is shown made visible."""
+    paths = list(dict.fromkeys(r.path for r in results))
+    if out.isatty():
+        out.writelines(visible(path) + "\n" for path in paths)
+        return
+    out.flush()
+    raw = out.buffer
+    for path in paths:
+        raw.write((visible(path).encode("utf-8") if _CONTROL.search(path) else os.fsencode(path)) + b"\n")
+    raw.flush()

@@ -1,0 +1,371 @@
+"""Indexed files' text, as `oboyu get` prints it and MCP `read` serves it: which indexed files a
+request names (a path with a line range, a glob, a folder, a passage's chunk id), the one rule
+that confines reading to them, and their extracted text with the heading paths and parts
+(pages, slides, rows) the index knows.
+
+    with open_reading(db) as store:
+        found = find(store, ["notes/*.md", "report.pdf:40:20", "3f2a9c0d1e4b5a67"])
+    for item in read(found.targets, max_bytes=200_000):  # an Excerpt, or a LeftOut past the cap
+        ...
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from oboyu.documents.viewing import Shown, read_document
+from oboyu.errors import OboyuError
+from oboyu.index.store import Store
+from oboyu.paths import disk_path, is_within, stored_path
+from oboyu.search.filters import CASE_INSENSITIVE_FILES
+
+MAX_FILE_BYTES = 20 * 1024 * 1024  # a file larger than this is not read (the indexer stops at 10 MB)
+NOT_INDEXED = "not an indexed file"
+OUTSIDE_ROOT = "resolves outside its indexed folder"
+
+
+# --- the rule: only indexed files, inside their indexed folder ---------------------------------
+
+def inside_its_root(path: str, root: str | None) -> bool:
+    """Whether the file's real path (symlinks and `..` resolved) lies inside its root's. A name
+    that is not UTF-8 may come in the index's form (as MCP carries it to a client)."""
+    return root is not None and is_within(os.path.realpath(disk_path(path)), os.path.realpath(disk_path(root)))
+
+
+def indexed_real_path(path: str, root_of: Callable[[str], str | None]) -> str:
+    """The real path to read for `path` (absolute; as the system names it, or in the index's
+    form): only a file the index holds (`root_of` gives its indexed folder, or None), and only
+    when its real path lies inside that folder's, so that a symlink or `..` never reads past what
+    was indexed. Read what it returns without following symlinks. Raises OboyuError saying why
+    (NOT_INDEXED, OUTSIDE_ROOT, or a bad path)."""
+    if not path or "\x00" in path:
+        raise OboyuError("invalid path")
+    if not os.path.isabs(path):
+        raise OboyuError("path must be absolute")
+    candidate = os.path.abspath(path)
+    root = root_of(candidate)
+    if root is None:
+        raise OboyuError(NOT_INDEXED)
+    if not inside_its_root(candidate, root):
+        raise OboyuError(OUTSIDE_ROOT)
+    return os.path.realpath(disk_path(candidate))
+
+
+def lines_around(shown: Shown, first: int, last: int) -> list[tuple[int, str]]:
+    """The parts (pages, slides, ...) of lines first..last: the one the first line is in (a range
+    from mid-page says which page it is on), then each that starts inside."""
+    enclosing = [part for part in shown.parts if part[0] < first][-1:]
+    return enclosing + [part for part in shown.parts if first <= part[0] <= last]
+
+
+# --- what a request names ---------------------------------------------------------------------
+
+CHUNK_ID = re.compile(r"#?([0-9a-f]{16})")
+_RANGE = re.compile(r"(?s)(.+?):(\d+)(?:([:-])(\d+))?")
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One argument: a path (absolute, as the system names it; a glob or a folder too) or a chunk
+    id, and the lines asked for (first..last; None: to the end)."""
+
+    argument: str
+    path: str | None = None
+    chunk_id: str | None = None
+    first: int | None = None
+    last: int | None = None
+    glob: bool = False  # `path` is a pattern (the working folder's name in it escaped)
+
+
+def parse(argument: str, cwd: str | None = None) -> Request:
+    """`PATH`, `PATH:LINE` (to the end), `PATH:LINE:COUNT`, `PATH:START-END` (as `oboyu query`
+    prints a result), a glob or folder with any of these, or a chunk id (`--json`'s `chunk_id`,
+    a leading `#` allowed). A name that exists as given is taken whole, colons and all."""
+    if not argument or "\x00" in argument:
+        raise OboyuError("an empty or invalid path")
+    cwd = cwd or os.getcwd()
+    name = disk_path(argument)  # a name that is not UTF-8 may be pasted in the index's form
+    whole = os.path.abspath(os.path.join(cwd, os.path.expanduser(name)))
+    if (chunk := CHUNK_ID.fullmatch(name)) and not os.path.lexists(whole):
+        return Request(argument, chunk_id=chunk[1])
+    match = _RANGE.fullmatch(name)
+    if match is None or os.path.lexists(whole):
+        return _located(argument, name, cwd)
+    name, start, separator, end = match.groups()
+    first, last = int(start), None
+    if first < 1:
+        raise OboyuError("lines are numbered from 1")
+    if separator == ":":  # LINE:COUNT
+        if int(end) < 1:
+            raise OboyuError("COUNT must be at least 1")
+        last = first + int(end) - 1
+    elif separator == "-":  # START-END
+        last = int(end)
+        if last < first:
+            raise OboyuError("the range ends before it starts")
+    return _located(argument, name, cwd, first, last)
+
+
+def _located(argument: str, name: str, cwd: str, first: int | None = None, last: int | None = None) -> Request:
+    name = os.path.expanduser(name)
+    path = os.path.abspath(os.path.join(cwd, name))
+    if not _GLOB.search(name) or os.path.lexists(path):
+        return Request(argument, path, first=first, last=last)
+    escaped = os.path.abspath(os.path.join(_GLOB.sub(r"[\g<0>]", cwd), name))  # a `[` in the folder's name is a `[`
+    return Request(argument, escaped, first=first, last=last, glob=True)
+
+
+@dataclass
+class Target:
+    """An indexed file to show, as the index holds it, and the lines asked for."""
+
+    request: Request
+    document_id: int
+    path: str  # as the system names it
+    root: str
+    file_type: str
+    size: int
+    mtime_ns: int
+    first: int | None
+    last: int | None
+    chunk_id: str | None = None
+    sections: list[tuple[int, int, str]] = field(default_factory=list)  # its passages: first line, last line, heading path
+
+
+@dataclass
+class Found:
+    targets: list[Target] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (argument, why): bad requests
+    unmatched: list[str] = field(default_factory=list)  # globs and folders that named no indexed file
+
+
+_DOCUMENT = "SELECT id, path, root, file_type, size, mtime_ns FROM documents"
+
+
+def find(store: Store, arguments: list[str], cwd: str | None = None) -> Found:
+    """The indexed files the arguments name, in the order given (a glob's or folder's files by
+    path), each once per range; what names nothing the index holds is an error, one per argument."""
+    found = Found()
+    seen: set[tuple[str, int | None, int | None]] = set()
+    for argument in arguments:
+        try:
+            request = parse(argument, cwd)
+            targets = _targets(store, request)
+        except OboyuError as exc:
+            found.errors.append((argument, str(exc)))
+            continue
+        if not targets and request.path is not None:
+            found.unmatched.append(argument)
+        for target in targets:
+            key = (target.path, target.first, target.last)
+            if key not in seen:
+                seen.add(key)
+                found.targets.append(target)
+    sections = _sections(store, {target.document_id for target in found.targets})
+    for target in found.targets:
+        target.sections = sections.get(target.document_id, [])
+    return found
+
+
+def _sections(store: Store, documents: set[int]) -> dict[int, list[tuple[int, int, str]]]:
+    """Each document's passages as the index cut them: first line, last line, heading path."""
+    out: dict[int, list[tuple[int, int, str]]] = {}
+    if not documents:
+        return out
+    rows = store.con.execute("SELECT document_id, start_line, end_line, heading FROM chunks "
+                             "WHERE list_contains(?, document_id) ORDER BY document_id, ordinal", [sorted(documents)])
+    for document, start, end, heading in rows.fetchall():
+        out.setdefault(document, []).append((start, end, heading or ""))
+    return out
+
+
+def _targets(store: Store, request: Request) -> list[Target]:
+    if request.chunk_id is not None:
+        row = store.con.execute("SELECT d.id, d.path, d.root, d.file_type, d.size, d.mtime_ns, c.start_line, c.end_line "
+                                "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+                                [request.chunk_id]).fetchone()
+        if row is None:
+            raise OboyuError("no passage with this chunk id (ids change when a file changes; query again)")
+        return [_target(request, row[:6], row[6], row[7], request.chunk_id)]
+    assert request.path is not None
+    path = request.path
+    if request.glob:
+        return [_target(request, document) for document in _matching(store, path)]
+    if os.path.isdir(path):
+        return [_target(request, document) for document in _under(store, path)]
+    for candidate in dict.fromkeys((path, os.path.realpath(path))):  # as indexed, or through a symlinked folder
+        document = store.con.execute(f"{_DOCUMENT} WHERE path = ?", [stored_path(candidate)]).fetchone()
+        if document is not None:
+            return [_target(request, document)]
+    raise OboyuError(NOT_INDEXED if os.path.lexists(path) else "no such file")
+
+
+def _target(request: Request, row: tuple, first: int | None = None, last: int | None = None,
+            chunk_id: str | None = None) -> Target:
+    document_id, path, root, file_type, size, mtime_ns = row
+    return Target(request, document_id, disk_path(path), disk_path(root), file_type, size, mtime_ns,
+                  request.first if first is None else first, request.last if last is None else last, chunk_id)
+
+
+def _under(store: Store, folder: str) -> list[tuple]:
+    """The indexed files at or below `folder` (a prefix of the stored paths), by path."""
+    prefix = stored_path(folder.rstrip(os.sep) + os.sep)
+    if CASE_INSENSITIVE_FILES:
+        return store.con.execute(f"{_DOCUMENT} WHERE starts_with(lower(path), lower(?)) ORDER BY path", [prefix]).fetchall()
+    return store.con.execute(f"{_DOCUMENT} WHERE starts_with(path, ?) ORDER BY path", [prefix]).fetchall()
+
+
+def _matching(store: Store, pattern: str) -> list[tuple]:
+    """The indexed files a shell-style glob names: `*`, `?` and `[...]` inside one name, `**` any
+    depth of folders; matched against the whole absolute path."""
+    pieces = stored_path(pattern).split(os.sep)
+    literal = next(i for i, piece in enumerate(pieces) if _GLOB.search(piece))
+    regex = re.compile(_glob_regex(pieces), re.IGNORECASE if CASE_INSENSITIVE_FILES else 0)
+    return [row for row in _under(store, os.sep.join(pieces[:literal]) or os.sep) if regex.fullmatch(row[1])]
+
+
+def _glob_regex(pieces: list[str]) -> str:
+    sep, name = re.escape(os.sep), f"[^{re.escape(os.sep)}]"
+    out = []
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        if piece == "**":
+            out.append(".*" if last else f"(?:{name}+{sep})*")
+            continue
+        regex = "".join(_glob_piece(token, name) for token in _GLOB_TOKEN.findall(piece))
+        out.append(regex if last else regex + sep)
+    return "".join(out)
+
+
+_GLOB_TOKEN = re.compile(r"\[[!^]?\]?[^\]]*\]|.", re.DOTALL)  # a class [...] ([!...] negated), or one character
+
+
+def _glob_piece(token: str, name: str) -> str:
+    if token == "*":
+        return f"{name}*"
+    if token == "?":
+        return name
+    if len(token) > 2 and token[0] == "[":
+        inside = token[1:-1]
+        negate = inside[0] in "!^"
+        members = re.escape(inside[1:] if negate else inside).replace("\\-", "-")
+        return f"[^{members}{re.escape(os.sep)}]" if negate else f"[{members}]"
+    return re.escape(token)
+
+
+# --- reading, within a budget -----------------------------------------------------------------
+
+@dataclass
+class Excerpt:
+    """Lines start_line..end_line of an indexed file's text, with where its parts and headings start."""
+
+    target: Target
+    start_line: int
+    end_line: int
+    total_lines: int
+    lines: list[str]
+    parts: list[tuple[int, str]]  # (line, `p. 3`): the part the first line is in, then each starting inside
+    headings: list[tuple[int, str]]  # (line, heading path): the section the first line is in, then each change
+    truncated: bool  # lines after end_line were asked for but left out (--max-lines, the size cap)
+    stale: bool  # the file changed since it was indexed: headings and parts may be off
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@dataclass
+class LeftOut:
+    target: Target
+    reason: str
+
+
+@dataclass
+class Unreadable:
+    target: Target
+    error: str
+
+
+def read(targets: list[Target], max_bytes: int = 0, max_lines: int | None = None
+         ) -> Iterator[Excerpt | LeftOut | Unreadable]:
+    """Each target's lines in turn. `max_bytes` (UTF-8, 0 for none) caps the text of all of
+    them together: the first is cut at a line to fit, and any later file that does not fit is
+    left out whole, saying why; `max_lines` caps each file."""
+    left = max_bytes or None
+    shown_any = False
+    for target in targets:
+        if left is not None and left <= 0:
+            yield LeftOut(target, f"the --max-bytes cap ({max_bytes:,} bytes) was reached")
+            continue
+        try:
+            excerpt = _excerpt(target, max_lines)
+        except OboyuError as exc:
+            yield Unreadable(target, str(exc))
+            continue
+        size = _size(excerpt.text)
+        if left is not None and size > left:
+            if shown_any:
+                yield LeftOut(target, f"{size:,} bytes would pass the --max-bytes cap ({left:,} left of {max_bytes:,})")
+                continue
+            _cut(excerpt, left)
+            size = _size(excerpt.text)
+        shown_any = True
+        if left is not None:
+            left -= size
+        yield excerpt
+
+
+def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
+    real = indexed_real_path(target.path, lambda _: target.root)
+    shown = read_document(real, MAX_FILE_BYTES, target.file_type, follow_symlinks=False)
+    total = len(shown.lines)
+    first = target.first or 1
+    if first > max(total, 1):
+        raise OboyuError(f"line {first} is past the end (the text has {total} lines)")
+    last = min(total, target.last or total)
+    wanted = last
+    if max_lines is not None:
+        last = min(last, first + max_lines - 1)
+    try:
+        info = os.stat(real)
+        stale = (info.st_size, info.st_mtime_ns) != (target.size, target.mtime_ns)
+    except OSError:
+        stale = True
+    return Excerpt(target, first, last, total, shown.lines[first - 1 : last], lines_around(shown, first, last),
+                   _headings(target.sections, first, last), last < wanted, stale)
+
+
+def _headings(sections: list[tuple[int, int, str]], first: int, last: int) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for start, end, heading in sections:
+        if end < first or start > last or not heading or (out and out[-1][1] == heading):
+            continue
+        out.append((max(start, first, out[-1][0] if out else first), heading))
+    return out
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _cut(excerpt: Excerpt, budget: int) -> None:
+    """Whole lines up to `budget` bytes (the first line cut short when even it does not fit)."""
+    kept: list[str] = []
+    used = 0
+    for line in excerpt.lines:
+        cost = _size(line) + (1 if kept else 0)
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    if not kept and excerpt.lines:
+        kept = [excerpt.lines[0].encode("utf-8", "surrogatepass")[:budget].decode("utf-8", "ignore")]
+    excerpt.lines = kept
+    excerpt.end_line = excerpt.start_line + max(len(kept), 1) - 1
+    excerpt.truncated = True
+    excerpt.parts = [part for part in excerpt.parts if part[0] <= excerpt.end_line]
+    excerpt.headings = [h for h in excerpt.headings if h[0] <= excerpt.end_line]

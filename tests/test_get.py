@@ -1,0 +1,245 @@
+"""`oboyu get`: the text of indexed files (Markdown, a PDF, a .docx, a mail, a name that is not
+UTF-8) with line numbers, heading paths and pages; ranges, chunk ids, globs and folders; the size
+cap; and the rule that only indexed files inside their indexed folder are read. One small folder
+indexed once for the module, read by the real command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import run_oboyu
+from office_files import docx_bytes, eml_iso2022jp
+from pdfs import make_pdf
+
+from oboyu.cli.main import main
+from oboyu.errors import OboyuError
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.retrieve import Request, indexed_real_path, inside_its_root, parse
+
+MEETING = "\n".join([
+    "# 週次ミーティング", "",
+    "## 議事録の書き方",
+    "会議の議事録は、決定事項と担当者と期限を最初にまとめる。",
+    "発言の記録は要点だけにして、翌日までに共有フォルダに置く。", "",
+    "## 次回の予定",
+    "次回は十二月の第一月曜日に開く。",
+    "議題は予算と採用の二つ。",
+]) + "\n"
+SJIS_NAME = os.fsdecode("メモ".encode("cp932") + b".txt")  # as an old archive names it: not UTF-8
+
+
+@dataclass
+class Indexed:
+    root: Path
+    outside: Path
+    db: Path
+    env: dict[str, str]
+
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
+    """`oboyu COMMAND --db INDEX ARGS` run by the command's own main() in this process (a child
+    process costs 0.7 s of imports a call): exit status, stdout and stderr as a person sees them."""
+    def run(command: str, *args: str) -> Done:
+        capfd.readouterr()
+        library = logging.getLogger("oboyu")
+        saved = sys.argv, list(library.handlers), library.level, library.propagate  # main() sets them
+        sys.argv = ["oboyu", command, "--db", str(indexed.db), *args]
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+        finally:
+            sys.argv, library.handlers, library.level, library.propagate = saved
+        out, err = capfd.readouterr()
+        return Done(code, out, err)
+    return run
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, cache_dir: Path) -> Indexed:
+    base = tmp_path_factory.mktemp("get")
+    root = base / "docs"
+    notes = root / "notes"
+    notes.mkdir(parents=True)
+    (notes / "meeting.md").write_text(MEETING, encoding="utf-8")
+    (notes / "plan.txt").write_text("引っ越しの計画\n\n段ボールを二十箱用意する。\n", encoding="utf-8")
+    (notes / "escape.txt").write_text("端末を乗っ取る文字列 \x1b]0;owned\x07 を含むメモ\n", encoding="utf-8")
+    (root / "report.pdf").write_bytes(make_pdf([["Quarterly report", "Sales rose in March."],
+                                                ["Costs", "Costs fell by a tenth in April."]]))
+    (root / "minutes.docx").write_bytes(docx_bytes("議事録", [("決定事項", ["新しい会計システムを四月に導入する。"]),
+                                                           ("宿題", ["佐藤さんが見積もりを集める。"])]))
+    (root / "mail.eml").write_bytes(eml_iso2022jp("忘年会のお知らせ", "忘年会は十二月二十日に開きます。"))
+    with open(os.fsencode(root) + b"/" + os.fsencode(SJIS_NAME), "w", encoding="utf-8") as handle:
+        handle.write("古いアーカイブの予定表\n")
+    (root / "changing.txt").write_text("索引の後で書き換えるファイル\n", encoding="utf-8")
+    outside = base / "secret.txt"
+    outside.write_text("outside the root: password=hunter2\n", encoding="utf-8")
+    os.symlink(outside, root / "link.txt")
+    db = base / "index.duckdb"
+    with Store(db) as store:
+        Indexer(store, embedder, follow_symlinks=True).index([root])
+    env = dict(os.environ, OBOYU_CACHE_DIR=str(cache_dir), OBOYU_DB=str(db))
+    env.pop("NO_COLOR", None)
+    return Indexed(root, outside, db, env)
+
+
+def test_a_markdown_file_numbered_with_its_heading_paths(indexed: Indexed, oboyu, monkeypatch: pytest.MonkeyPatch) -> None:
+    meeting = indexed.root / "notes" / "meeting.md"
+    whole = oboyu("get", str(meeting))
+    assert whole.returncode == 0, whole.stderr
+    lines = whole.stdout.splitlines()
+    assert lines[0] == f"==> {meeting}:1-9 <=="
+    assert "4  会議の議事録は、決定事項と担当者と期限を最初にまとめる。" in lines
+    assert "\x1b" not in whole.stdout  # piped: no colour, no hyperlink
+    marks = [line.strip() for line in lines if "──" in line]
+    assert "── 週次ミーティング > 議事録の書き方" in marks and "── 週次ミーティング > 次回の予定" in marks
+
+    # a range from mid-section says which section it is in; :LINE:COUNT, :START-END (as query prints)
+    ranges = oboyu("get", f"{meeting}:8:2", f"{meeting}:5-5", f"{meeting}:7", "--json")
+    assert ranges.returncode == 0, ranges.stderr
+    first, second, third = json.loads(ranges.stdout)
+    assert (first["start_line"], first["end_line"], first["total_lines"]) == (8, 9, 9)
+    assert first["text"] == "次回は十二月の第一月曜日に開く。\n議題は予算と採用の二つ。"
+    assert first["headings"] == [{"line": 8, "heading": "週次ミーティング > 次回の予定"}]
+    assert (second["start_line"], second["end_line"], second["text"]) == (5, 5, "発言の記録は要点だけにして、翌日までに共有フォルダに置く。")
+    assert second["headings"][0]["heading"] == "週次ミーティング > 議事録の書き方"
+    assert (third["start_line"], third["end_line"]) == (7, 9) and not third["truncated"] and not third["stale"]
+    assert set(first) >= {"path", "request", "file_type", "total_lines", "truncated", "parts", "text"}
+
+    # relative to the working directory, -l caps each file, --no-line-numbers gives the text as it is
+    monkeypatch.chdir(indexed.root)
+    plain = oboyu("get", "--no-line-numbers", "-l", "3", str(Path("notes") / "meeting.md"))
+    assert plain.stdout == "# 週次ミーティング\n\n## 議事録の書き方\n"
+    assert "lines 1-3 of 9 shown" in plain.stderr and f"{meeting}:4" in plain.stderr
+
+
+def test_pdf_docx_and_mail_give_their_extracted_text_with_pages(indexed: Indexed, oboyu) -> None:
+    root = indexed.root
+    done = oboyu("get", str(root / "report.pdf"), str(root / "minutes.docx"), str(root / "mail.eml"), "--json")
+    assert done.returncode == 0, done.stderr
+    pdf, docx, mail = json.loads(done.stdout)
+    assert [p["location"] for p in pdf["parts"]] == ["p. 1", "p. 2"]
+    pdf_lines = pdf["text"].split("\n")
+    assert pdf_lines[pdf["parts"][1]["line"] - 1].startswith("Costs")
+    assert "Sales rose in March." in pdf["text"] and pdf["file_type"] == "pdf"
+    assert "新しい会計システムを四月に導入する。" in docx["text"]
+    assert any("決定事項" in h["heading"] for h in docx["headings"])
+    assert "忘年会は十二月二十日に開きます。" in mail["text"] and "忘年会のお知らせ" in mail["text"]
+
+    text = oboyu("get", f"{root / 'report.pdf'}:2")  # from mid-page: the page it is on is said
+    assert text.returncode == 0, text.stderr
+    assert "── p. 1" in text.stdout and "── p. 2" in text.stdout and "%PDF" not in text.stdout
+
+
+def test_a_result_chunk_id_gets_its_passage(indexed: Indexed, oboyu) -> None:
+    hits = json.loads(oboyu("query", "次回の予定", "--mode", "keyword", "--json").stdout)
+    hit = next(h for h in hits if h["path"].endswith("meeting.md"))
+    for argument in (hit["chunk_id"], "#" + hit["chunk_id"]):
+        got = oboyu("get", argument, "--json")
+        assert got.returncode == 0, got.stderr
+        [passage] = json.loads(got.stdout)
+        assert passage["chunk_id"] == hit["chunk_id"] and passage["path"] == hit["path"]
+        assert (passage["start_line"], passage["end_line"]) == (hit["start_line"], hit["end_line"])
+    gone = oboyu("get", "0123456789abcdef")
+    assert gone.returncode == 2 and "no passage with this chunk id" in gone.stderr and gone.stderr.count("\n") == 1
+
+
+def test_globs_folders_and_the_size_cap_say_what_they_left_out(indexed: Indexed, oboyu) -> None:
+    notes = indexed.root / "notes"
+    every = oboyu("get", str(notes / "*.md"), str(notes), "--json")
+    assert every.returncode == 0, every.stderr
+    assert [Path(f["path"]).name for f in json.loads(every.stdout)] == ["meeting.md", "escape.txt", "plan.txt"]
+    assert [f["request"] for f in json.loads(every.stdout)] == [str(notes / "*.md"), str(notes), str(notes)]
+    deep = json.loads(oboyu("get", str(indexed.root / "**" / "p*.txt"), "--json").stdout)
+    assert [Path(f["path"]).name for f in deep] == ["plan.txt"]
+
+    capped = oboyu("get", str(notes / "meeting.md"), str(notes / "plan.txt"), "--max-bytes", "100", "--json")
+    assert capped.returncode == 0, capped.stderr
+    meeting, plan = json.loads(capped.stdout)
+    assert meeting["truncated"] and len(meeting["text"].encode()) <= 100 and meeting["end_line"] == 3
+    assert "left_out" in plan and "text" not in plan and "--max-bytes" in plan["left_out"]
+    assert f"left out {notes / 'plan.txt'}" in capped.stderr
+
+    nothing = oboyu("get", str(notes / "*.pdf"))
+    assert nothing.returncode == 1 and "no indexed file there" in nothing.stderr
+
+
+def test_only_indexed_files_inside_their_folder_and_one_line_errors(indexed: Indexed, oboyu) -> None:
+    root = indexed.root
+    link = oboyu("get", str(root / "link.txt"))
+    assert link.returncode == 2 and "resolves outside its indexed folder" in link.stderr
+    assert "hunter2" not in link.stdout + link.stderr
+    outside = oboyu("get", str(indexed.outside))
+    assert outside.returncode == 2 and "not an indexed file" in outside.stderr and "oboyu status" in outside.stderr
+    assert "hunter2" not in outside.stdout
+    for argument, says in ((f"{root / 'notes/meeting.md'}:40", "past the end"), (f"{root / 'notes/meeting.md'}:0", "from 1"),
+                           (f"{root / 'notes/meeting.md'}:5-2", "ends before it starts"), (str(root / "nowhere.md"), "no such file")):
+        bad = oboyu("get", argument)
+        assert bad.returncode == 2 and says in bad.stderr, (argument, bad.stderr)
+        assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+    # one bad argument among good ones: the good are printed, the bad said, exit 2
+    mixed = oboyu("get", str(root / "notes/plan.txt"), str(indexed.outside))
+    assert mixed.returncode == 2 and "段ボール" in mixed.stdout
+
+
+def test_names_not_utf8_control_characters_and_a_file_changed_since(indexed: Indexed, oboyu) -> None:
+    sjis = os.fsdecode(os.fsencode(indexed.root) + b"/" + os.fsencode(SJIS_NAME))
+    shown = run_oboyu(indexed.env, "get", sjis)  # the real command: the name's bytes through argv
+    assert shown.returncode == 0, shown.stderr
+    assert "\\x83\\x81\\x83\\x82.txt:1-1" in shown.stdout and "古いアーカイブの予定表" in shown.stdout
+    [entry] = json.loads(oboyu("get", sjis, "--json").stdout)
+    assert os.fsencode(entry["path"]) == os.fsencode(sjis)
+
+    escape = oboyu("get", str(indexed.root / "notes" / "escape.txt"))
+    assert "\x1b" not in escape.stdout and "␛]0;owned␇" in escape.stdout
+
+    changing = indexed.root / "changing.txt"
+    changing.write_text("索引の後で書き換えたファイル\n二行目\n", encoding="utf-8")
+    stale = oboyu("get", str(changing), "--json")
+    assert json.loads(stale.stdout)[0]["stale"] and "changed since it was indexed" in stale.stderr
+
+
+def test_the_shared_rule_and_the_request_syntax(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    inside = root / "a.md"
+    inside.write_text("x", encoding="utf-8")
+    (tmp_path / "out.md").write_text("y", encoding="utf-8")
+    os.symlink(tmp_path / "out.md", root / "away.md")
+    roots = {str(inside): str(root), str(root / "away.md"): str(root)}
+    assert indexed_real_path(str(inside), roots.get) == str(inside)
+    assert indexed_real_path(str(root / "x" / ".." / "a.md"), roots.get) == str(inside)
+    for path, says in ((str(root / "away.md"), "outside"), (str(tmp_path / "out.md"), "not an indexed file"),
+                       ("a.md", "absolute"), ("", "invalid"), (f"{inside}\x00", "invalid")):
+        with pytest.raises(OboyuError, match=says):
+            indexed_real_path(path, roots.get)
+    assert inside_its_root(str(inside), str(root)) and not inside_its_root(str(root / "away.md"), str(root))
+    assert not inside_its_root(str(inside), None)
+
+    cwd = str(tmp_path)
+    assert parse("n.md:3:2", cwd) == Request("n.md:3:2", f"{cwd}/n.md", first=3, last=4)
+    assert parse("n.md:3-9", cwd) == Request("n.md:3-9", f"{cwd}/n.md", first=3, last=9)
+    assert parse("0123456789abcdef", cwd).chunk_id == "0123456789abcdef"
+    (tmp_path / "odd:7").write_text("a name with a colon", encoding="utf-8")
+    assert parse("odd:7", cwd) == Request("odd:7", f"{cwd}/odd:7")  # a name that exists is taken whole
+    with pytest.raises(OboyuError, match="COUNT"):
+        parse("n.md:3:0", cwd)
+    pattern = parse("*.md:2", "/tmp/[x]")  # a `[` in the working folder's name is no pattern
+    assert pattern.glob and pattern.path == "/tmp/[[]x]/*.md" and pattern.first == 2

@@ -1,0 +1,217 @@
+"""`oboyu query --format text|json|jsonl|csv|md|files`, `--min-score`, and terminal hyperlinks
+(OSC 8, on a real pseudo-terminal), against one small folder indexed once for the module."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from oboyu.cli.main import main
+from oboyu.cli.output import file_url, hyperlinks, link
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.text import visible
+
+NOTES = {
+    "meeting.md": "# 週次ミーティング\n\n## 議事録\n議事録は翌日までに共有フォルダにまとめる。決定事項を先に書く。\n\n"
+                  "## 次回\n次回の議事録係は佐藤さん。\n",
+    "minutes.txt": "定例会の議事録\n\n予算の議事録を残す。*強調* と [リンク] と <tag> と # 記号。\n",
+    "garden.md": "# Tomatoes\n\nWater the tomato plants twice a week.\n",
+    "line\nbreak.md": "# 改行のある名前\n\n議事録の写し。\n",
+}
+SJIS_NAME = "議事録".encode("cp932") + b".txt"  # as an old archive names it: not UTF-8
+
+
+@dataclass
+class Indexed:
+    root: Path
+    db: Path
+    env: dict[str, str]
+
+
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, cache_dir: Path) -> Indexed:
+    base = tmp_path_factory.mktemp("formats")
+    root = base / "notes"
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    with open(os.fsencode(root) + b"/" + SJIS_NAME, "w", encoding="utf-8") as handle:
+        handle.write("古い議事録の控え\n")
+    db = base / "index.duckdb"
+    with Store(db) as store:
+        Indexer(store, embedder).index([root])
+    env = dict(os.environ, OBOYU_CACHE_DIR=str(cache_dir), OBOYU_DB=str(db))
+    env.pop("NO_COLOR", None)
+    env.pop("NO_TERM_HYPERLINKS", None)
+    return Indexed(root, db, env)
+
+
+@pytest.fixture
+def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
+    """`oboyu query --db INDEX ARGS` by the command's own main() in this process."""
+    def run(*args: str) -> Done:
+        capfd.readouterr()
+        library = logging.getLogger("oboyu")
+        saved = sys.argv, list(library.handlers), library.level, library.propagate  # main() sets them
+        sys.argv = ["oboyu", "query", "--db", str(indexed.db), *args]
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+        finally:
+            sys.argv, library.handlers, library.level, library.propagate = saved
+        out, err = capfd.readouterr()
+        return Done(code, out, err)
+    return run
+
+
+KEYWORD = ("議事録", "--mode", "keyword", "--all")
+CSV_HEADER = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet", "chunk_id", "weak")
+
+
+def test_every_format_lists_the_same_results(indexed: Indexed, oboyu) -> None:
+    as_json = oboyu(*KEYWORD, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    results = json.loads(as_json.stdout)
+    assert len(results) >= 4
+    assert json.loads(oboyu(*KEYWORD, "--format", "json").stdout) == results
+
+    lines = oboyu(*KEYWORD, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == results
+
+    rows = list(csv.reader(io.StringIO(oboyu(*KEYWORD, "--format", "csv").stdout)))
+    assert rows[0] == list(CSV_HEADER)
+    assert [row[2] for row in rows[1:]] == [visible(r["path"]) for r in results]
+    assert [float(row[1]) for row in rows[1:]] == [r["score"] for r in results]
+    assert [row[9] for row in rows[1:]] == [r["chunk_id"] for r in results]
+    assert "␊" in "".join(row[2] for row in rows[1:])  # a newline in a name stays inside its cell, shown
+
+    markdown = oboyu(*KEYWORD, "--format", "md").stdout
+    items = [line for line in markdown.splitlines() if line.startswith("- ")]
+    assert len(items) == len(results)
+    minutes = next(r for r in results if r["path"].endswith("minutes.txt"))
+    assert f"- `{minutes['path']}:{minutes['start_line']}`" in markdown
+    assert "\\*強調\\*" in markdown and "\\[リンク\\]" in markdown and "\\<tag>" in markdown  # renders as written
+    meeting = next(r for r in results if r["path"].endswith("meeting.md"))
+    assert f"`{meeting['path']}:{meeting['start_line']}` 週次ミーティング > 議事録" in markdown
+
+    chunks = oboyu(*KEYWORD, "--chunks", "-k", "50", "--format", "files")
+    files = chunks.stdout.splitlines()
+    assert len(files) == len(set(files)) and str(indexed.root / "meeting.md") in files
+    assert len(json.loads(oboyu(*KEYWORD, "--chunks", "-k", "50", "--json").stdout)) > len(files)
+
+    text = oboyu(*KEYWORD)
+    assert f"{meeting['path']}:{meeting['start_line']}-{meeting['end_line']}" in text.stdout and "\x1b" not in text.stdout
+
+
+def test_min_score_is_a_threshold_on_the_confidence(oboyu) -> None:
+    scores = [r["score"] for r in json.loads(oboyu(*KEYWORD, "--json").stdout)]
+    assert len(set(scores)) > 1, scores
+    cut = sorted(set(scores))[-2]
+    above = json.loads(oboyu(*KEYWORD, "--json", "--min-score", str(cut)).stdout)
+    assert [r["score"] for r in above] == [s for s in scores if s >= cut] and above
+    assert oboyu(*KEYWORD, "--format", "files", "--min-score", str(cut)).stdout.count("\n") == len({r["path"] for r in above})
+
+    top = max(scores)
+    assert top < 1, scores  # words alone never make a result certain
+    none = oboyu(*KEYWORD, "--json", "--min-score", "1")
+    assert none.returncode == 1 and json.loads(none.stdout) == [] and "reaches --min-score 1" in none.stderr
+    assert none.stderr.count("\n") == 1 and f"confidence {top:.2f}" in none.stderr
+    header_only = oboyu(*KEYWORD, "--format", "csv", "--min-score", "1")
+    assert header_only.returncode == 1 and header_only.stdout.splitlines() == [",".join(CSV_HEADER)]
+
+
+def test_bad_combinations_are_one_line_errors(oboyu) -> None:
+    for args, says in ((("--json", "--format", "csv"), "--json is --format json"),
+                       (("--stdin", "--format", "md"), "--stdin always writes"),
+                       (("--explain", "--format", "files"), "--explain shows in --format text"),
+                       (("--min-score", "1.5"), "1.5"),
+                       (("--format", "xml"), "xml")):
+        done = oboyu(*(() if "--stdin" in args else ("議事録",)), *args)
+        assert done.returncode == 2 and says in done.stderr, (args, done.stderr)
+        assert done.stderr.count("\n") == 1
+
+
+def test_files_gives_the_exact_bytes_of_a_name_when_piped(indexed: Indexed) -> None:
+    done = subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "議事録", "--mode", "keyword", "--all",
+                           "--format", "files"], env=indexed.env, capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    names = done.stdout.split(b"\n")[:-1]
+    assert os.fsencode(indexed.root) + b"/" + SJIS_NAME in names  # an editor opens it as it is
+    assert os.fsencode(indexed.root / "line␊break.md") in names  # a newline would make two names: shown
+    assert os.fsencode(indexed.root / "line\nbreak.md") not in done.stdout
+
+
+def test_hyperlinks_only_where_a_terminal_wants_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for name in ("NO_COLOR", "NO_TERM_HYPERLINKS", "KITTY_WINDOW_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert hyperlinks(Terminal()) and not hyperlinks(io.StringIO())
+    for name, value in (("TERM", "dumb"), ("TERM", "linux"), ("NO_COLOR", "1"), ("NO_TERM_HYPERLINKS", "1")):
+        with monkeypatch.context() as changed:
+            changed.setenv(name, value)
+            assert not hyperlinks(Terminal()), (name, value)
+
+    host = socket.gethostname()
+    assert file_url("/tmp/a b/メモ.md", 12) == f"file://{host}/tmp/a%20b/%E3%83%A1%E3%83%A2.md"  # no line: not kitty
+    assert file_url("/tmp/\x1b]0;x\x07.md") == f"file://{host}/tmp/%1B%5D0%3Bx%07.md"  # nothing raw reaches the terminal
+    assert file_url(os.fsdecode(b"/tmp/\x83\x81.txt")) == f"file://{host}/tmp/%83%81.txt"  # the name's own bytes
+    monkeypatch.setenv("TERM", "xterm-kitty")
+    assert file_url("/tmp/a.md", 12) == f"file://{host}/tmp/a.md#12"
+    assert link("a.md:3", "file://h/a.md") == "\x1b]8;;file://h/a.md\x1b\\a.md:3\x1b]8;;\x1b\\"
+
+
+def on_terminal(env: dict[str, str], *args: str) -> str:
+    """What `oboyu ARGS` writes to a pseudo-terminal (a person's terminal, to the command)."""
+    master, slave = os.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "oboyu.cli", *args], stdin=subprocess.DEVNULL, stdout=slave,
+                             stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    out = bytearray()
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        out += data
+    child.wait(timeout=600)
+    os.close(master)
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_results_link_to_their_file_on_a_terminal(indexed: Indexed) -> None:
+    host = socket.gethostname()
+    meeting = indexed.root / "meeting.md"
+    kitty = on_terminal(indexed.env | {"TERM": "xterm-kitty"}, "query", "次回の議事録係", "--mode", "keyword")
+    assert f"\x1b]8;;file://{host}{meeting}#" in kitty and f"{meeting}:" in kitty
+    get = on_terminal(indexed.env | {"TERM": "xterm-256color"}, "get", str(meeting))
+    assert f"\x1b]8;;file://{host}{meeting}\x1b\\" in get and "週次ミーティング" in get
+    plain = on_terminal(indexed.env | {"TERM": "xterm-256color", "NO_COLOR": "1"}, "get", str(meeting))
+    assert "\x1b" not in plain and "週次ミーティング" in plain
