@@ -15,7 +15,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: install demo test lint check-wheel
+.PHONY: install demo test lint check-wheel platforms
 install: $(VENV)/.installed
 
 # Index the example notes with the default model (built on first use) and ask two questions.
@@ -34,6 +34,10 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check oboyu tests benchmarks scripts
 	$(VENV)/bin/mypy
 	@! git log --format=%s $(HABITS_SINCE)^..HEAD 2>/dev/null | awk 'length > 72 {print "commit subject over 72 characters: " $$0; bad = 1} END {exit !bad}'
+
+# The dependencies resolve to wheels (no compiler) on every platform and Python the package claims.
+platforms: $(VENV)/.installed-test
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/python -m scripts.check_platforms
 
 # Build the wheel, install it into a fresh environment (no source tree on its path) and use it:
 # the version, the catalogue from inside the package, an index and a query of the example notes.

