@@ -6,15 +6,28 @@ files that are in the index and whose real path (symlinks and `..` resolved) lie
 path of their root. The index is held as a LiveIndex (searches from memory; the file opened
 briefly, read-only, when it changed), so `oboyu index` can run between calls. The HTTP transport
 binds to 127.0.0.1 and refuses other Host and Origin headers (DNS rebinding).
+
+Every call answers within its time cap (CALL_SECONDS) with a result or an `isError` reply of one
+line that says what to do: wrong, missing or unknown arguments, lone surrogates, strings past
+their length cap and path patterns with too many wildcards are refused before any work is done.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import io
+import json
+import logging
 import os
+import re
+import sys
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from oboyu.api import open_indexer
 from oboyu.documents.viewing import read_document
@@ -22,9 +35,10 @@ from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
-from oboyu.paths import is_within
+from oboyu.paths import disk_path, is_within, stored_path
 from oboyu.search.filters import make_filters
 from oboyu.search.live import LiveIndex
+from oboyu.text import valid_text
 
 MAX_QUERY_CHARS = 1000
 MAX_K = 50
@@ -34,6 +48,25 @@ MAX_READ_FILE_BYTES = 20 * 1024 * 1024
 MAX_HTTP_BODY = 64 * 1024
 READ_WAIT_SECONDS = 3.0  # how long a call waits while `oboyu index` writes a batch
 MAX_READ_SECONDS = 10.0
+MAX_ARG_CHARS = 4096  # mode, path, type, since: a longer one is no mode, pattern, type list or date
+MAX_PATTERN_WILDCARDS = 3  # `*` runs in a path pattern: Python's regexes backtrack on more, for hours,
+# holding the interpreter lock (no time cap can answer then): `*a*a*a*a*c` on a long name
+MAX_ERROR_CHARS = 500
+# each call's time cap in seconds, under the minute after which clients commonly give up; a call
+# that runs past it is answered and left to finish in the background (an index run goes on)
+CALL_SECONDS = {"search": 30.0, "read": 15.0, "status": 15.0, "index": 45.0}
+USAGE = {
+    "search": "search takes query (text) and optionally mode (hybrid, vector or keyword), k (1-50), "
+              "path (a .gitignore pattern), type (extensions like md,txt) and since (a date or an age like 7d)",
+    "read": "read takes path (absolute, as search returns it) and optionally start_line and end_line (from 1)",
+    "status": "status takes no arguments",
+    "index": "index takes path (an absolute folder inside an indexed folder)",
+}
+SLOW = {  # what to do when a call ran past its time cap
+    "search": "try again in a moment (a large index may still be loading), or narrow it with path or type",
+    "read": "try again in a moment (the index may be busy, or the file's drive slow)",
+    "status": "try again in a moment (the index may be busy)",
+}
 _READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="oboyu-read")
 
 
@@ -50,6 +83,7 @@ class OboyuTools:
     allow_index: bool = False
     reranker: Reranker | None = None
     live: LiveIndex = field(init=False)
+    _indexing: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.live = LiveIndex(self.db_path, self.embedder, self.reranker, read_wait=READ_WAIT_SECONDS)
@@ -62,7 +96,18 @@ class OboyuTools:
             raise RefusedError(f"query is longer than {MAX_QUERY_CHARS} characters")
         if not 1 <= k <= MAX_K:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
-        filters = make_filters([path] if path else [], type, since)
+        for name, value in (("mode", mode), ("path", path), ("type", type), ("since", since)):
+            if value is not None and len(value) > MAX_ARG_CHARS:
+                raise RefusedError(f"{name} is longer than {MAX_ARG_CHARS} characters")
+        if path and len(re.findall(r"\*+", path)) > MAX_PATTERN_WILDCARDS:
+            raise RefusedError(f"path {path!r} has more than {MAX_PATTERN_WILDCARDS} wildcards (*), which makes matching "
+                               "too slow; use fewer, as in **/drafts/*.md")
+        try:
+            filters = make_filters([path] if path else [], type, since)
+        except (OverflowError, ValueError):  # an age past any date: 10**400 days
+            if not since:
+                raise
+            raise RefusedError(f"since {since[:40]!r} is out of range; use a date from 1970 to 9999 or an age like 7d") from None
         results = self.live.search(query, Mode.named(mode), k, filters).results
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
         roots = self.live.file_roots()
@@ -76,6 +121,11 @@ class OboyuTools:
         return {"no_good_match": all(r.weak for r in results), "results": hits}
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        for name, value in (("start_line", start_line), ("end_line", end_line)):
+            if value is not None and value < 1:
+                raise RefusedError(f"{name} must be 1 or more (lines are numbered from 1, as search numbers them)")
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise RefusedError(f"end_line {end_line} is before start_line {start_line}")
         real = self._indexed_real_path(path)
         # read in a worker with a time cap: a file on a hung network drive costs a worker, not the server
         reading = _READERS.submit(read_document, real, MAX_READ_FILE_BYTES, follow_symlinks=False)
@@ -86,10 +136,10 @@ class OboyuTools:
             raise RefusedError(f"reading {real} took over {MAX_READ_SECONDS:g} s (a slow or hung drive?)") from None
         except OboyuError as exc:
             raise RefusedError(str(exc)) from exc
-        first = max(1, start_line or 1)
+        first = start_line or 1
         last = min(len(lines), end_line or len(lines))
         if last < first and lines:
-            raise RefusedError(f"empty line range {first}-{last} (the file has {len(lines)} lines)")
+            raise RefusedError(f"start_line {first} is past the end: the file has {len(lines)} lines")
         truncated = last - first + 1 > MAX_READ_LINES
         last = min(last, first + MAX_READ_LINES - 1)
         text = "\n".join(lines[first - 1 : last])
@@ -117,25 +167,33 @@ class OboyuTools:
     def index(self, path: str) -> dict[str, Any]:
         if not self.allow_index:
             raise RefusedError("indexing is off (start the server with --allow-index)")
-        target = self._checked_path(path)
+        target = disk_path(self._checked_path(path))
         with self.live.reading() as store:
-            roots = [os.path.realpath(r.path) for r in store.roots()]
+            roots = [os.path.realpath(disk_path(r.path)) for r in store.roots()]
         real = os.path.realpath(target)
         root = next((r for r in roots if is_within(real, r)), None)
         if root is None:
             raise RefusedError("only folders inside an indexed root can be indexed from here")
         if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
             raise RefusedError("hidden folders are not indexed")
-        # the writer is taken for each batch only: this server's searches and other processes read meanwhile
-        stats = open_indexer(self.live, self.embedder).index([Path(target)])
-        return {"added": stats.added, "changed": stats.changed, "removed": stats.removed, "renamed": stats.renamed,
-                "unchanged": stats.unchanged, "skipped": len(stats.skipped), "chunks": stats.chunks,
-                "reused": stats.reused}
+        # one run at a time: one that ran past its time cap goes on in the background
+        if not self._indexing.acquire(blocking=False):
+            raise RefusedError("an index run started earlier is still going; call status later to see its counts")
+        try:
+            # the writer is taken for each batch only: this server's searches and other processes read meanwhile
+            stats = open_indexer(self.live, self.embedder).index([Path(target)])
+        finally:
+            self._indexing.release()
+        return {"finished": True, "added": stats.added, "changed": stats.changed, "removed": stats.removed,
+                "renamed": stats.renamed, "unchanged": stats.unchanged, "skipped": len(stats.skipped),
+                "chunks": stats.chunks, "reused": stats.reused}
 
     @staticmethod
     def _checked_path(path: str) -> str:
         if not path or "\x00" in path:
             raise RefusedError("invalid path")
+        if len(path) > MAX_ARG_CHARS:
+            raise RefusedError(f"path is longer than {MAX_ARG_CHARS} characters")
         if not os.path.isabs(path):
             raise RefusedError("path must be absolute, as search returns it")
         return os.path.abspath(path)
@@ -144,59 +202,222 @@ class OboyuTools:
         candidate = self._checked_path(path)
         root = self.live.file_roots().get(candidate)
         if root is None:
-            raise RefusedError("not an indexed file")
+            raise RefusedError(self._not_indexed(disk_path(candidate)))
         if not self._inside_its_root(candidate, root):
             raise RefusedError("file resolves outside its indexed folder")
-        return os.path.realpath(candidate)
+        return os.path.realpath(disk_path(candidate))
+
+    def _not_indexed(self, path: str) -> str:
+        """Why `path` is not read, and what to pass instead. Whether it exists is said only inside
+        an indexed folder: elsewhere, the client learns nothing of the file system."""
+        hint = "read takes a file's path as search returns it"
+        try:
+            with self.live.reading() as store:
+                roots = [disk_path(r.path) for r in store.roots()]
+        except OboyuError:  # busy: the plain answer
+            roots = []
+        if any(is_within(path, root) for root in roots):
+            if os.path.isdir(path):
+                return f"that is a folder; {hint}"
+            if not os.path.lexists(path):
+                return f"no such file; {hint}"
+        return f"not an indexed file; {hint}"
 
     @staticmethod
     def _inside_its_root(path: str, root: str | None) -> bool:
-        """Whether the file's real path (symlinks and `..` resolved) lies inside its root's."""
-        return root is not None and is_within(os.path.realpath(path), os.path.realpath(root))
+        """Whether the file's real path (symlinks and `..` resolved) lies inside its root's. A name
+        that is not UTF-8 may come in the index's form (as results carry it to a client)."""
+        return root is not None and is_within(os.path.realpath(disk_path(path)), os.path.realpath(disk_path(root)))
+
+
+def _valid(value: Any, text: Callable[[str], str] = valid_text) -> Any:
+    """`value` with each string (keys too, at any depth) passed through `text`."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {_valid(key, text): _valid(item, text) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid(item, text) for item in value]
+    return value
+
+
+def _wire(value: Any) -> Any:
+    """A tool's answer as UTF-8 and the SDK's JSON can hold it: a file name that is not UTF-8
+    (its bad bytes as lone surrogates) in the index's form, which `read` takes back."""
+    return _valid(value, lambda text: valid_text(stored_path(text)))
+
+
+def one_line(message: str) -> str:
+    """An error for a client: one line, at most MAX_ERROR_CHARS, valid text."""
+    text = " ".join(valid_text(message).split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+_JSON_TYPES = {str: "text", bool: "true or false", int: "a number", float: "a number", list: "a list",
+               dict: "an object", type(None): "null"}
+
+
+def _invalid_arguments(error: Any) -> str:
+    """A pydantic ValidationError of a tool's arguments, in one line, without the values sent."""
+    said = []
+    for problem in error.errors():
+        name = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        if problem["type"] == "missing":
+            said.append(f"{name} is missing")
+        else:
+            message = problem["msg"][:1].lower() + problem["msg"][1:]
+            got = _JSON_TYPES.get(type(problem.get("input")), "something else")
+            said.append(f"{name}: {message} (got {got})")
+    return "; ".join(said)
+
+
+def _clamped_int(digits: str) -> int:
+    """A JSON integer; one longer than the SDK's parser takes (some 4,300 digits) clamped to 64 bits."""
+    if len(digits) <= 4000:
+        return int(digits)
+    return -(2**63) if digits.startswith("-") else 2**63 - 1
+
+
+def repaired_line(line: str) -> str:
+    """A line of the protocol as the SDK's JSON parser takes it. That parser refuses a string
+    with a lone surrogate (`"\\ud800"`, as JavaScript writes half an emoji) and an integer of
+    thousands of digits, and the SDK then drops the request unanswered, so that the client waits
+    for ever. Such a line is written anew: lone surrogates as U+FFFD, the integer clamped."""
+    from mcp_types import jsonrpc_message_adapter
+
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line
+    except ValueError:  # pydantic's ValidationError
+        pass
+    try:
+        message = json.loads(line, parse_int=_clamped_int, parse_float=lambda f: max(-1e308, min(1e308, float(f))))
+    except (ValueError, RecursionError):
+        return line  # not JSON at all: the SDK says so as before
+    return json.dumps(_valid(message), ensure_ascii=False)
+
+
+class _RepairedLines:
+    """The protocol's input lines, each through `repaired_line` (what stdio_server iterates)."""
+
+    def __init__(self, lines: Any):
+        self.lines = lines
+
+    def __aiter__(self) -> Any:
+        return self._each()
+
+    async def _each(self) -> Any:
+        async for line in self.lines:
+            yield repaired_line(line)
+
+
+def _protocol_stdin() -> _RepairedLines:
+    """The protocol's input from fd 0, which then points at the null device as the SDK's own
+    stdio leaves it, so that nothing else in the process, nor a child, reads the protocol."""
+    import anyio
+
+    try:
+        wire: BinaryIO = os.fdopen(os.dup(0), "rb", closefd=False)  # never closed: a worker may still read it
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        wire = sys.stdin.buffer
+    return _RepairedLines(anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="replace")))
 
 
 def build_server(tools: OboyuTools):
-    """The MCP server exposing `tools`."""
+    """The MCP server exposing `tools`: each call answers within its time cap, with a result or
+    an `isError` reply of one line that says what to do; a bug's traceback goes to the log only."""
+    import anyio
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from pydantic import ValidationError
 
     from oboyu import __version__
 
-    server = MCPServer(
+    arguments_of: dict[str, set[str]] = {}
+
+    class Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            if name not in arguments_of:
+                raise ToolError(f"Unknown tool {one_line(name)[:80]!r}; the tools are {', '.join(sorted(arguments_of))}")
+            unknown = sorted(set(arguments) - arguments_of[name])
+            if unknown:
+                said = f"{name} takes no argument {one_line(unknown[0])[:80]!r}" if arguments_of[name] else ""
+                raise ToolError(f"Error executing tool {name}: {'; '.join(filter(None, [said, USAGE[name]]))}")
+            try:
+                return await super().call_tool(name, _valid(arguments), context)  # a half emoji: U+FFFD
+            except UnexpectedToolError as exc:  # a bug: its traceback in the log (MCPServer writes it)
+                raise UnexpectedToolError(f"{exc}: it failed inside oboyu; the server's log (stderr) says why") from exc
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(one_line(f"Error executing tool {name}: {_invalid_arguments(exc.__cause__)}; "
+                                             f"{USAGE[name]}")) from exc.__cause__
+                raise ToolError(one_line(str(exc))) from exc.__cause__
+
+        async def run_stdio_async(self) -> None:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server(stdin=cast(Any, _protocol_stdin())) as (read_stream, write_stream):
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+
+    server = Server(
         "oboyu",
         version=__version__,
         instructions="Search the user's local documents (Japanese and English) and read indexed files.",
     )
+    # a refused call is the client's to read, not lines on stderr each time (a bug is logged still)
+    logging.getLogger(MCPServer.__module__).setLevel(logging.WARNING)
 
-    def call(fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except OboyuError as exc:
-            raise ToolError(str(exc)) from None
+    async def capped(name: str, fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """`fn(*args)` in a worker thread, answered within CALL_SECONDS[name]: past it, the worker
+        is left to finish (an index run goes on) and the client told so."""
+        seconds = CALL_SECONDS[name]
+        with anyio.move_on_after(seconds):
+            try:
+                return _wire(await anyio.to_thread.run_sync(functools.partial(fn, *args), abandon_on_cancel=True))
+            except OboyuError as exc:
+                raise ToolError(one_line(str(exc))) from None
+        if name == "index":
+            return {"finished": False, "note": f"still indexing after {seconds:g} s; it goes on in the background, "
+                                               "and status shows the counts when it is done"}
+        raise ToolError(f"{name} took over {seconds:g} s and was given up; {SLOW[name]}")
 
-    @server.tool(description="Search indexed documents; one result per file: path, line range, heading, location "
-                 "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
-                 "probability that it answers the query) and weak (under the line of a good match). no_good_match: "
-                 "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), vector (meaning) or keyword (exact words). path: a file pattern "
-                 "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
-    def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
-               since: str | None = None) -> dict[str, Any]:
-        return call(tools.search, query, mode, k, path, type, since)
+    def register(fn: Callable[..., Any], description: str) -> None:
+        arguments_of[fn.__name__] = set(inspect.signature(fn).parameters)
+        server.tool(description=description)(fn)
 
-    @server.tool(description="Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "
-                 "numbered as search numbers them. A PDF, Office file, mail or book gives its extracted text; "
-                 "parts says on which line each page, slide, row or chapter starts.")
-    def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
-        return call(tools.read, path, start_line, end_line)
+    async def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
+                     since: str | None = None) -> dict[str, Any]:
+        return await capped("search", tools.search, query, mode, k, path, type, since)
 
-    @server.tool(description="Indexed folders, document and chunk counts, model, last update.")
-    def status() -> dict[str, Any]:
-        return call(tools.status)
+    register(search, "Search indexed documents; one result per file: path, line range, heading, location "
+             "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
+             "probability that it answers the query) and weak (under the line of a good match). no_good_match: "
+             "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), "
+             "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
+             "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
+
+    async def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+        return await capped("read", tools.read, path, start_line, end_line)
+
+    register(read, "Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "
+             "numbered as search numbers them. A PDF, Office file, mail or book gives its extracted text; "
+             "parts says on which line each page, slide, row or chapter starts.")
+
+    async def status() -> dict[str, Any]:
+        return await capped("status", tools.status)
+
+    register(status, "Indexed folders, document and chunk counts, model, last update.")
 
     if tools.allow_index:
-        @server.tool(description="Update the index for a folder inside an already indexed folder.")
-        def index(path: str) -> dict[str, Any]:
-            return call(tools.index, path)
+        async def index(path: str) -> dict[str, Any]:
+            return await capped("index", tools.index, path)
+
+        register(index, "Update the index for a folder inside an already indexed folder; finished is false when "
+                 "it runs on in the background (status then shows the counts).")
 
     return server
 
