@@ -92,7 +92,6 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
         ("search", {"query": "x", "mode": "nonsense"}, "unknown mode 'nonsense'"),
         ("search", {"query": "x", "type": ["x"]}, "type: input should be a valid string (got a list)"),
         ("search", {"query": "x", "since": "yesterday-ish"}, "not a date"),
-        ("search", {"query": "x", "since": "9" * 400 + "d"}, "since"),
         ("search", {"query": None}, "query: input should be a valid string"),
         ("search", {}, "query is missing"),
         ("search", {"query": "x", "top_k": 3}, "takes no argument 'top_k'"),
@@ -125,6 +124,7 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
         ("search", {"query": "議事録", "path": "!"}, "results"),
         ("search", {"query": "議事録", "path": "\ud800"}, "results"),
         ("search", {"query": "議事録", "since": "99999999999999999999d"}, "results"),
+        ("search", {"query": "議事録", "since": "9" * 400 + "d"}, "results"),  # past any date: all time
         ("read", {"path": meeting, "end_line": 10**30}, "次回は十二月"),
         ("index", {"path": str(root / "pipe")}, "skipped"),
         ("index", {"path": str(root / "sub" / "gone")}, "finished"),

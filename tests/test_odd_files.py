@@ -95,10 +95,12 @@ def test_a_bad_ignore_line_is_a_warning_and_a_bad_path_pattern_one_line(tmp_path
     assert f"the exclude setting in {config}, entry 1: '[z-a]' left out" in indexed.stderr
     found = oboyu(env, "query", "議事録", "--json", "--all")
     assert [Path(r["path"]).name for r in __import__("json").loads(found.stdout)] == ["a.md"]  # secret.md stays out
-    for pattern in ("[z-a]", "\\"):
+    for pattern in ("[z-a]", "\\", "*a*a*a*a*c"):  # the last: matching backtracks for minutes on a long name
         refused = oboyu(env, "query", "議事録", "--path", pattern)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert refused.stderr.startswith(f"oboyu: error: --path {pattern!r} is not a usable pattern"), refused.stderr
+    every = oboyu(env, "query", "議事録", "--since", "9" * 400 + "d", "--json")  # an age past any date: all time
+    assert every.returncode == 0 and [Path(r["path"]).name for r in __import__("json").loads(every.stdout)] == ["a.md"]
 
 
 def test_mcp_answers_a_bad_pattern_and_a_lone_surrogate(tmp_path: Path, embedder: Embedder) -> None:

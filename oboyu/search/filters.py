@@ -134,6 +134,8 @@ def make_filters(
                          f"or a kind: {', '.join(KINDS)}")
     for pattern in paths:
         problem = pattern_problem(pattern.removeprefix("!"))
+        if problem is None and len(re.findall(r"\*+", pattern)) > MAX_PATTERN_WILDCARDS:
+            problem = f"more than {MAX_PATTERN_WILDCARDS} wildcards (*): matching a long name against it takes minutes; use fewer, as in **/drafts/*.md"
         if problem is not None:
             raise OboyuError(f"--path {pattern!r} is not a usable pattern ({problem}); write it as a .gitignore line")
     since_ns = parse_time(since) if since else None
@@ -159,6 +161,9 @@ def _known_type(name: str) -> bool:
     return name in KINDS or file_type_for(Path("x." + name)) is not None
 
 
+# runs of `*` in a --path pattern: each one more multiplies the matcher's backtracking on a name by
+# its length (Python's regexes; a four-* pattern took 53 s on one 250-character name)
+MAX_PATTERN_WILDCARDS = 3
 AGE_UNITS = {  # seconds; a month and a year as people count them roughly
     "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800, "mo": 30 * 86400, "y": 365 * 86400,
 }
@@ -175,7 +180,8 @@ def parse_time(value: str) -> int:
     age = re.fullmatch(r"(\d+)\s*(min|mo|[mhdwy])", word)
     if age:
         seconds = int(age.group(1)) * AGE_UNITS[age.group(2)]
-        return int((time.time() - seconds) * 1e9)
+        # an age past what the index stores (10**400 days would not even fit a float) means all time
+        return max(int(time.time() * 1e9) - seconds * 1_000_000_000, -(2**63))
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
