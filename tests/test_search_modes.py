@@ -145,8 +145,10 @@ def make_old_index(path: Path, version: int) -> None:
         store.set_model("test-model", 4)
         add_document(store, "/corpus/a.txt", [("猫が好き", {"猫": 1})])
         if version == 3:
-            store.con.execute("INSERT INTO roots VALUES ('/corpus', 'corpus', false, now(), NULL)")
+            store.con.execute("INSERT INTO roots (path, name, follow_symlinks, added_at) "
+                              "VALUES ('/corpus', 'corpus', false, now())")
             store.con.execute("ALTER TABLE roots DROP COLUMN left_out")
+            store.con.execute("ALTER TABLE roots DROP COLUMN description")
         else:
             store.con.execute("DROP TABLE roots")
             store.con.execute("ALTER TABLE chunks DROP COLUMN page_start")

@@ -1,4 +1,4 @@
-"""`oboyu index`, `reindex`, `remove` and `status`: keeping the index in step with the folders."""
+"""`oboyu index`, `reindex`, `remove`, `describe` and `status`: keeping the index in step with the folders."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexStats
+from oboyu.index.roots import checked_description
 from oboyu.models.loading import load_embedder
 from oboyu.paths import disk_path
 from oboyu.progress import ProgressLine
@@ -32,6 +33,9 @@ cluster_option = click.option(
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @db_option
 @click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
+@click.option("--describe", "description", metavar="TEXT", help="What the folder holds, in a line (one PATH): shown "
+              "by status and with its results, to you and to assistants; \"\" clears it. `oboyu describe` changes it "
+              "without indexing.")
 @click.option("--full", is_flag=True, help="Re-read and re-chunk every file (vectors come from the cache).")
 @click.option("--watch", is_flag=True, help="Then keep the index current as files change, until Ctrl+C.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
@@ -40,13 +44,16 @@ cluster_option = click.option(
 @click.option("--model", metavar="ID", help="Embed with this installed model (`oboyu models list`); an index "
               "built with another is embedded again. Default: the index's own model.")
 @cluster_option
-def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool, watch: bool, quiet: bool,
-          verbose: bool, follow_symlinks: bool, model: str | None, cluster: str | None) -> None:
+def index(paths: tuple[Path, ...], db: Path | None, name: str | None, description: str | None, full: bool, watch: bool,
+          quiet: bool, verbose: bool, follow_symlinks: bool, model: str | None, cluster: str | None) -> None:
     """Index files and folders, or with no PATH update every indexed folder.
 
     Only new, changed, renamed and deleted files cost anything; folders are remembered."""
-    if name is not None and len(paths) != 1:
-        raise click.UsageError("--name goes with exactly one PATH")
+    for option, value in (("--name", name), ("--describe", description)):
+        if value is not None and len(paths) != 1:
+            raise click.UsageError(f"{option} goes with exactly one PATH")
+    if description is not None:
+        checked_description(description)  # before the model loads
     if watch and cluster:
         raise click.UsageError("--watch keeps the index current from this machine: drop --cluster")
     path = db_path(db)
@@ -54,7 +61,7 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, full: bool
     if not paths and not path.exists():
         raise click.UsageError("no folders are indexed yet: give a PATH")
     with _indexer(path, quiet, follow_symlinks, full, model, cluster) as indexer:
-        stats = indexer.index(paths, name) if paths else indexer.update()
+        stats = indexer.index(paths, name, description) if paths else indexer.update()
     _report(stats, quiet, verbose)
     if watch:
         _watch(indexer, path, quiet, verbose)
@@ -92,6 +99,27 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
         for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
             click.echo(visible(f"removed {root.name} ({root.path}): {files} files"), err=True)
+
+
+@click.command()
+@click.argument("name")
+@click.argument("text")
+@db_option
+def describe(name: str, text: str, db: Path | None) -> None:
+    """Say what an indexed folder (NAME: its name or path) holds, in one line of TEXT of up to 500
+    characters; "" clears it. `status` shows it, and each result of the folder carries it (JSON,
+    MCP), so that an assistant knows what the folder is. Nothing is indexed again."""
+    from oboyu.index.store import Store
+
+    path = db_path(db)
+    if not path.exists():
+        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    with Store.open_writer(path) as store:
+        root = store.describe_root(store.roots_named([name])[0], text)
+    if root.description:
+        click.echo(visible(f"described {root.name} ({root.path}): {root.description}"), err=True)
+    else:
+        click.echo(visible(f"cleared the description of {root.name} ({root.path})"), err=True)
 
 
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
@@ -208,7 +236,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     roots = [
         {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
          "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
-         "left_out": list(r.left_out)}
+         "description": r.description, "left_out": list(r.left_out)}
         for r in summaries
     ]
     info = {
@@ -234,6 +262,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         missing = "" if row["exists"] else "  (missing)"
         click.echo(visible(f"  {summary.name:<16} {summary.path}  {summary.documents} files, {summary.chunks} chunks, "
                            f"updated {row['last_update'] or '-'}{missing}"))
+        if summary.description:
+            click.echo(visible(f"  {'':<16} {summary.description}"))
         if summary.left_out:
             folders = ", ".join(os.path.relpath(folder, summary.path) for folder in summary.left_out)
             click.echo(visible(f"  {'':<16} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))

@@ -17,7 +17,7 @@ import click
 from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.getting import get
-from oboyu.cli.indexing import index, reindex, remove, status
+from oboyu.cli.indexing import describe, index, reindex, remove, status
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
 from oboyu.cli.system import cache, config_command, doctor, mcp, tui
@@ -47,7 +47,8 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
             click.echo(ctx.get_help())
 
 
-for command in (tui, index, reindex, remove, query, get, status, cache, config_command, doctor, mcp, eval_command, models):
+for command in (tui, index, reindex, remove, describe, query, get, status, cache, config_command, doctor, mcp, eval_command,
+                models):
     cli.add_command(command)
 
 

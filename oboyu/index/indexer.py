@@ -37,6 +37,7 @@ from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
 from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats
+from oboyu.index.roots import checked_description
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.paths import disk_path, is_within, outermost, stored_path
@@ -115,14 +116,17 @@ class Indexer:
 
     # --- what callers ask ----------------------------------------------------------------------
 
-    def index(self, paths: Iterable[Path], name: str | None = None) -> IndexStats:
+    def index(self, paths: Iterable[Path], name: str | None = None, description: str | None = None) -> IndexStats:
         """Index files and folders: a path outside every root becomes a root (named `name`, or
-        its folder's name); a path inside one updates that part of it."""
+        its folder's name); a path inside one updates that part of it. `description` is the
+        root's ("" clears it)."""
         paths = list(dict.fromkeys(Path(os.path.abspath(p)) for p in paths))
-        if name is not None and len(paths) != 1:
-            raise OboyuError("a name goes with exactly one folder")
+        if (name is not None or description is not None) and len(paths) != 1:
+            raise OboyuError(f"a {'name' if name is not None else 'description'} goes with exactly one folder")
         if name is not None and not name.strip():
             raise OboyuError("a folder's name cannot be empty")
+        if description is not None:
+            checked_description(description)  # a bad one fails before any work
 
         def parts_of(store: Store, stats: IndexStats) -> list[Part]:
             parts = []
@@ -137,12 +141,15 @@ class Indexer:
                 is_root = root is not None and root.path == str(path)
                 if root is not None and not is_root and not reaches(Path(root.path), path, root.follow_symlinks):
                     root = None  # a folder its root's walk leaves out (junk, hidden): named, it is indexed on its own
-                if name is not None and root is not None and not is_root:
+                if (name is not None or description is not None) and root is not None and not is_root:
+                    option = "--name names" if name is not None else "--describe describes"
                     raise OboyuError(f"{path} is inside the indexed folder {root.name} ({root.path}); "
-                                     "--name names a folder indexed on its own")
+                                     f"{option} a folder indexed on its own")
                 if root is None or (is_root and (name or (self.follow_symlinks and not root.follow_symlinks))):
                     follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
                     root = store.add_root(str(path), name, follow)
+                if description is not None:
+                    root = store.describe_root(root, description)
                 parts.append(Part(root, path))
             return parts
 

@@ -86,6 +86,7 @@ class Root:
     path: str
     name: str
     follow_symlinks: bool = False
+    description: str | None = None  # what the folder holds, in the person's words (`oboyu describe`)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ class RootSummary:
     @property
     def name(self) -> str:
         return self.root.name
+
+    @property
+    def description(self) -> str | None:
+        return self.root.description
 
 
 def chunk_id(path: str, start_char: int, end_char: int, text: str) -> str:

@@ -5,8 +5,9 @@ Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths);
 of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
 link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
 6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana); 7 rebuilt again
-with the character bigrams of unknown words, and the files that cannot be indexed remembered. The embeddings table is made when the index's model is
-set (its width is the model's).
+with the character bigrams of unknown words, and the files that cannot be indexed remembered; 8 a
+description of each root. The embeddings table is made when the index's model is set (its width is
+the model's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Protocol
 import duckdb
 
 from oboyu.documents.keywords import term_counts
-from oboyu.index.records import Root, keyword_text
+from oboyu.index.records import keyword_text
 
 
 class Store(Protocol):
@@ -29,11 +30,9 @@ class Store(Protocol):
 
     def insert_keywords(self, counts: list[tuple[str, dict[str, int]]]) -> None: ...
 
-    def insert_root(self, root: Root) -> None: ...
-
     def unique_root_name(self, base: str) -> str: ...
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -53,12 +52,13 @@ CREATE TABLE IF NOT EXISTS kw_lengths (chunk_id VARCHAR, length INTEGER);
 """
 _ROOTS = "CREATE TABLE IF NOT EXISTS roots (path VARCHAR, name VARCHAR, follow_symlinks BOOLEAN, added_at TIMESTAMP);"
 _LEFT_OUT = "ALTER TABLE roots ADD COLUMN left_out VARCHAR[]"
+_DESCRIPTION = "ALTER TABLE roots ADD COLUMN description VARCHAR"
 _SKIPPED = "CREATE TABLE IF NOT EXISTS skipped_files (path VARCHAR, root VARCHAR, size BIGINT, mtime_ns BIGINT, reason VARCHAR);"
 
 
 def create(store: Store) -> None:
     """The current schema in an empty file (the caller holds a transaction)."""
-    for ddl in (_BASE, _KEYWORDS, _ROOTS, _LEFT_OUT, _SKIPPED):
+    for ddl in (_BASE, _KEYWORDS, _ROOTS, _LEFT_OUT, _SKIPPED, _DESCRIPTION):
         store.con.execute(ddl)
     store.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
@@ -82,7 +82,9 @@ def migrate_to_3(store: Store) -> None:
     store.con.execute("ALTER TABLE chunks ADD COLUMN page_end INTEGER")
     store.con.execute(_ROOTS)
     for (root,) in store.con.execute("SELECT DISTINCT root FROM documents ORDER BY root").fetchall():
-        store.insert_root(Root(root, store.unique_root_name(Path(root).name or root)))
+        # the columns version 3 had (the store writes the newest table's)
+        store.con.execute("INSERT INTO roots (path, name, follow_symlinks, added_at) VALUES (?, ?, false, now())",
+                          [root, store.unique_root_name(Path(root).name or root)])
 
 
 def migrate_to_4(store: Store) -> None:
@@ -113,8 +115,14 @@ def migrate_to_7(store: Store) -> None:
     store.con.execute(_SKIPPED)
 
 
+def migrate_to_8(store: Store) -> None:
+    """A description of each root, in the person's words (`oboyu describe`): none until given."""
+    store.con.execute(_DESCRIPTION)
+
+
 MIGRATIONS: dict[int, Callable[[Store], None]] = {
     2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
+    8: migrate_to_8,
 }
 
 

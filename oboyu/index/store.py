@@ -24,7 +24,8 @@ from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
-from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, RootSummary, StoredFile, chunk_id
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, StoredFile, chunk_id
+from oboyu.index.roots import RootTable
 from oboyu.index.waiting import open_waiting
 from oboyu.paths import is_within
 
@@ -40,7 +41,9 @@ class _NeedsUpgrade(Exception):
     """A read-only open found an older schema."""
 
 
-class Store:
+class Store(RootTable):
+    """The index file open; its roots' reads and small writes are `RootTable`'s."""
+
     def __init__(self, path: Path, read_only: bool = False):
         self.path = self.db_path = Path(path)
         if read_only and not self.path.exists():
@@ -382,35 +385,6 @@ class Store:
 
     # --- roots ------------------------------------------------------------------------------
 
-    def roots(self) -> list[Root]:
-        rows = self.con.execute("SELECT path, name, follow_symlinks FROM roots ORDER BY path").fetchall()
-        return [Root(path, name, bool(follow)) for path, name, follow in rows]
-
-    def root_holding(self, path: str) -> Root | None:
-        """The registered root that is `path` or holds it (the deepest: a folder named on its own
-        inside another root is its own root)."""
-        holders = [root for root in self.roots() if is_within(path, root.path)]
-        return max(holders, key=lambda root: len(root.path)) if holders else None
-
-    def root_named(self, name_or_path: str) -> Root | None:
-        """The root with this name or path."""
-        absolute = os.path.abspath(os.path.expanduser(name_or_path))
-        for root in self.roots():
-            if name_or_path == root.name or absolute == root.path:
-                return root
-        return None
-
-    def roots_named(self, names: list[str]) -> list[Root]:
-        """The roots with these names or paths; an unknown one is an error that lists the known."""
-        roots = []
-        for name in names:
-            root = self.root_named(name)
-            if root is None:
-                known = ", ".join(r.name for r in self.roots()) or "none yet"
-                raise OboyuError(f"{name!r} is not an indexed folder (indexed: {known})")
-            roots.append(root)
-        return roots
-
     def add_root(self, path: str, name: str | None = None, follow_symlinks: bool = False) -> Root:
         """Remember a folder to index. Roots inside it that its walk reaches merge into it; those
         it does not (a junk, hidden or ignored folder the user named) stay roots of their own. A
@@ -428,7 +402,7 @@ class Store:
                 self.con.execute("DELETE FROM roots WHERE path = ?", [old.path])
                 self.con.execute("UPDATE documents SET root = ? WHERE root = ?", [path, old.path])
             chosen = name or (existing.name if existing else self.unique_root_name(Path(path).name or path))
-            root = Root(path, chosen, follow_symlinks)
+            root = Root(path, chosen, follow_symlinks, existing.description if existing else None)
             self.insert_root(root)
         return root
 
@@ -442,46 +416,9 @@ class Store:
             self.con.execute("DELETE FROM skipped_files WHERE root = ?", [root])
         return len(paths)
 
-    def left_out(self) -> dict[str, list[str]]:
-        """Each root's folders its last whole walk left out."""
-        return {path: list(folders or ()) for path, folders in self.con.execute("SELECT path, left_out FROM roots").fetchall()}
-
-    def set_left_out(self, root: str, folders: list[str]) -> None:
-        """The folders the root's last whole walk left out (junk), for status."""
-        self.con.execute("UPDATE roots SET left_out = ? WHERE path = ?", [sorted(folders), root])
-
-    def insert_root(self, root: Root) -> None:
-        self.con.execute("INSERT INTO roots (path, name, follow_symlinks, added_at) VALUES (?, ?, ?, now())",
-                         [root.path, root.name, root.follow_symlinks])
-
-    def unique_root_name(self, base: str) -> str:
-        taken = {row[0] for row in self.con.execute("SELECT name FROM roots").fetchall()}
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}-{n}", n + 1
-        return name
-
     def integrity_problems(self, vectors_made: bool = True) -> list[str]:
         """What breaks the index's invariants (`oboyu.index.integrity`); empty when none."""
         return integrity.problems(self.con, vectors_made)
-
-    def root_summaries(self) -> list[RootSummary]:
-        """Every root with its counts of documents and chunks and its last update."""
-        rows = self.con.execute(
-            """
-            SELECT r.path, r.name, r.follow_symlinks, count(DISTINCT d.id), count(c.id),
-                   coalesce(max(d.indexed_at), r.added_at), r.left_out
-            FROM roots r LEFT JOIN documents d ON d.root = r.path LEFT JOIN chunks c ON c.document_id = d.id
-            GROUP BY r.path, r.name, r.follow_symlinks, r.added_at, r.left_out ORDER BY r.path
-            """
-        ).fetchall()
-        return [RootSummary(Root(path, name, bool(follow)), int(docs), int(chunks), last, tuple(left_out or ()))
-                for path, name, follow, docs, chunks, last, left_out in rows]
-
-    def root_of_file(self, path: str) -> str | None:
-        """The indexed folder of an indexed file, or None."""
-        row = self.con.execute("SELECT root FROM documents WHERE path = ?", [path]).fetchone()
-        return row[0] if row else None
 
     def counts(self) -> tuple[int, int]:
         """(documents, chunks)."""

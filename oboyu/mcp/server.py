@@ -107,7 +107,8 @@ class OboyuTools:
         results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
-             "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak}
+             "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak,
+             "folder": r.folder, "folder_description": r.folder_description}
             for r in results
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so
@@ -149,7 +150,7 @@ class OboyuTools:
     def status(self) -> dict[str, Any]:
         summary = self.live.summary()
         roots = [
-            {"path": r.path, "documents": r.documents, "chunks": r.chunks,
+            {"name": r.name, "path": r.path, "description": r.description, "documents": r.documents, "chunks": r.chunks,
              "last_update": str(r.last_update) if r.last_update else None}
             for r in summary.roots
         ]
@@ -388,7 +389,8 @@ def build_server(tools: OboyuTools):
 
     register(search, "Search indexed documents; one result per file: path, line range, heading, location "
              "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
-             "probability that it answers the query) and weak (under the line of a good match). no_good_match: "
+             "probability that it answers the query), weak (under the line of a good match), folder (the indexed "
+             "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
              "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), "
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
              "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
@@ -403,7 +405,8 @@ def build_server(tools: OboyuTools):
     async def status() -> dict[str, Any]:
         return await capped("status", tools.status)
 
-    register(status, "Indexed folders, document and chunk counts, model, last update.")
+    register(status, "Indexed folders (name, path, the user's description of each), document and chunk counts, "
+             "model, last update.")
 
     if tools.allow_index:
         async def index(path: str) -> dict[str, Any]:

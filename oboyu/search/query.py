@@ -74,6 +74,8 @@ class Result:
     evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     ranking_score: float = 0.0  # what orders the results: the mode's score (hybrid: fusion plus a share of the confidence); JSON `fused`
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
+    folder: str | None = None  # the name of the indexed folder the file belongs to
+    folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
 
     @property
     def part(self) -> str:
@@ -160,8 +162,10 @@ def search(
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = with_confidence(chosen, confidences)
     results = []
+    folders = ranker.folders_of(list(dict.fromkeys(hits[cid].path for cid, _ in chosen[:k])))
     for rank, (cid, score) in enumerate(chosen[:k], start=1):
         hit = hits[cid]
+        folder = folders.get(hit.path)
         snippet, matches = make_snippet(hit.text, query, terms=terms)
         found_by = Mode.KEYWORD if cid in waiting else mode
         confidence = confidences[cid]
@@ -176,6 +180,7 @@ def search(
                 file_type=hit.file_type, weak=confidence < judges[cid].threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
+                folder=folder.name if folder else None, folder_description=folder.description if folder else None,
             )
         )
     return results

@@ -18,7 +18,7 @@ import numpy as np
 
 from oboyu.errors import OboyuError
 from oboyu.index.columns import registered, sql_strings
-from oboyu.index.records import SearchHit
+from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
 from oboyu.paths import is_within
 from oboyu.search.filters import Filters
@@ -64,6 +64,9 @@ class Ranker(Protocol):
 
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         """chunk id -> path of its file."""
+
+    def folders_of(self, paths: list[str]) -> dict[str, Root]:
+        """Indexed file (the index's path) -> the indexed folder it belongs to."""
 
     def embedded(self, ids: list[str]) -> set[str]:
         """Those of these chunks that have their vector (an index being built gets its keyword
@@ -245,6 +248,13 @@ class SqlRanker:
             f"WHERE c.id IN ({sql_strings(ids)})"
         ).fetchall()
         return dict(rows)
+
+    def folders_of(self, paths: list[str]) -> dict[str, Root]:
+        if not paths:
+            return {}
+        roots = {root.path: root for root in self.store.roots()}
+        rows = self.con.execute(f"SELECT path, root FROM documents WHERE path IN ({sql_strings(paths)})").fetchall()
+        return {path: roots[root] for path, root in rows if root in roots}
 
     def _hits(self, where: str) -> dict[str, SearchHit]:
         rows = self.con.execute(

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from oboyu.errors import OboyuError
-from oboyu.index.records import SearchHit
+from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
 from oboyu.search.filters import Filters
 from oboyu.search.rankers import BM25_B, BM25_K1, Scores, SqlRanker, idf
@@ -29,12 +29,15 @@ class ResidentIndex:
         self.hits: dict[str, SearchHit] = {}  # display fields of every chunk
         self.leads = np.zeros(0, dtype=bool)  # rows that are their file's first chunk
         self.roots: dict[str, str] = {}  # path of each indexed file -> its root
+        self.folders: dict[str, Root] = {}  # each root's path -> the root (its name and description)
         self._last_scores: tuple[bytes, str | None, np.ndarray] | None = None
 
     def refresh(self, store: Store) -> ResidentIndex:
-        """Reload from the store when it has changed since the last load."""
+        """Reload from the store when it has changed since the last load; the roots (a few rows:
+        a description changes without a new generation) are read every time."""
         if (store.get_meta("generation") or "") != self.generation:
             self._load(SqlRanker(store))
+        self.folders = {root.path: root for root in store.roots()}
         return self
 
     def _load(self, ranker: SqlRanker) -> None:
@@ -69,6 +72,9 @@ class ResidentIndex:
 
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         return {cid: self.hits[cid].path for cid in ids if cid in self.hits}
+
+    def folders_of(self, paths: list[str]) -> dict[str, Root]:
+        return {path: self.folders[self.roots[path]] for path in paths if self.roots.get(path) in self.folders}
 
     def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
                       leads_only: bool = False) -> Scores:

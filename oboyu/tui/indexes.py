@@ -24,6 +24,8 @@ from oboyu.tui.messages import IndexRequested, ReindexRequested, RemoveRequested
 from oboyu.tui.screens import ConfirmScreen
 from oboyu.tui.widgets import display_path
 
+DESCRIPTION_WIDTH = 60  # cells of a folder's description shown; `oboyu status` shows a longer one whole
+
 
 class IndexScreen(Screen):
     """The indexed folders with their counts; add, remove and reindex them in the background. The
@@ -80,9 +82,13 @@ class IndexScreen(Screen):
         table.add_column("Documents", width=9)
         table.add_column("Chunks", width=9)
         table.add_column("Last update", width=16)
-        for folder, r in zip(folders, summary.roots):
+        described = [visible(r.description or "") for r in summary.roots]
+        if any(described):  # a column only when a folder has a description (`oboyu describe`)
+            table.add_column("Description", width=min(max(cell_len(d) for d in described), DESCRIPTION_WIDTH))
+        for folder, description, r in zip(folders, described, summary.roots):
             when = r.last_update.strftime("%Y-%m-%d %H:%M") if isinstance(r.last_update, datetime) else "—"
-            table.add_row(Text(folder), f"{r.documents:,}", f"{r.chunks:,}", when, key=r.path)  # Text: never markup
+            cells = [Text(folder), f"{r.documents:,}", f"{r.chunks:,}", when, *([Text(description)] if any(described) else [])]
+            table.add_row(*cells, key=r.path)  # Text: never markup
 
     def show_progress(self) -> None:
         bar = self.query_one("#progress", ProgressBar)
