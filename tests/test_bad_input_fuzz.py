@@ -18,6 +18,7 @@ from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
+from oboyu.paths import disk_path
 
 MAX_BYTES = 32 * 1024
 
@@ -132,7 +133,7 @@ def test_random_bad_trees_index_cleanly_and_stay_consistent(embedder: Embedder, 
         assert (again.added, again.changed, again.removed, again.renamed) == (0, 0, 0, 0)
         doomed = sorted(indexed)[::delete_every]
         for path in doomed:
-            os.unlink(path)
+            os.unlink(disk_path(path))  # a name that is not UTF-8 is held in the index's own form
         after = Indexer(IndexFile(db), embedder, max_bytes=MAX_BYTES).update()
         assert after.removed == len(doomed)
         with Store(db, read_only=True) as store:
