@@ -65,7 +65,10 @@ class TextBuilder:
         return len(self._blocks)
 
     def build(self) -> Extracted:
-        return Extracted(SEPARATOR.join(self._pieces), self._blocks, self.title or None, parts=self._parts)
+        # a part that no text followed (an empty last paragraph, slide or chapter) would begin past
+        # the end of the text, on a line previews do not have
+        parts = [part for part in self._parts if part[0] < self._pos]
+        return Extracted(SEPARATOR.join(self._pieces), self._blocks, self.title or None, parts=parts)
 
     def _gap(self) -> int:
         return len(SEPARATOR) if self._pieces else 0

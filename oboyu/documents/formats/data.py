@@ -15,6 +15,11 @@ from oboyu.documents.markup import parse_markdown
 
 MAX_JSON_DEPTH = 64
 _RTF_CODEPAGE = re.compile(rb"\\ansicpg(\d+)")
+# font charsets that striprtf names by Mac codecs Python does not have (mac_japanese, ...: a
+# LookupError at the font's first byte), as the Windows charset of the same script
+_RTF_FCHARSET = re.compile(rb"\\fcharset(\d+)")
+_MAC_FCHARSETS = {b"78": b"128", b"79": b"136", b"80": b"129", b"82": b"177", b"85": b"134", b"86": b"238",
+                  b"87": b"204", b"88": b"222", b"89": b"238"}
 
 
 def _text(data: bytes) -> tuple[str, str]:
@@ -27,7 +32,9 @@ def _text(data: bytes) -> tuple[str, str]:
 
 def _load_json(text: str, kind: str):
     try:
-        return json.loads(text)
+        # integers stay as written: int() refuses one of over 4,300 digits (ValueError), and the
+        # text is what is indexed anyway
+        return json.loads(text, parse_int=str)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise Unextractable(f"malformed {kind}: {exc}") from exc
 
@@ -71,13 +78,13 @@ def extract_notebook(data: bytes) -> tuple[Extracted, str]:
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):  # nbformat 3 kept cells in worksheets
         sheets = notebook.get("worksheets") if isinstance(notebook, dict) else None
-        cells = [c for s in sheets or [] if isinstance(s, dict) for c in s.get("cells", [])]
+        cells = [c for s in _list(sheets) if isinstance(s, dict) for c in _list(s.get("cells"))]
     out = TextBuilder()
     for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict):
             continue
         source = cell.get("source", cell.get("input", ""))
-        source = "".join(source) if isinstance(source, list) else str(source or "")
+        source = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else str(source or "")
         if not source.strip():
             continue
         out.part(number)
@@ -92,6 +99,11 @@ def extract_notebook(data: bytes) -> tuple[Extracted, str]:
     return out.build(), encoding
 
 
+def _list(value) -> list:
+    """A list where the notebook has one; nothing where a damaged one has a number or a string."""
+    return value if isinstance(value, list) else []
+
+
 def extract_rtf(data: bytes) -> tuple[Extracted, str]:
     from striprtf.striprtf import rtf_to_text
 
@@ -103,9 +115,10 @@ def extract_rtf(data: bytes) -> tuple[Extracted, str]:
         "".encode(codepage)
     except LookupError:
         codepage = "cp1252"
+    data = _RTF_FCHARSET.sub(lambda m: b"\\fcharset" + _MAC_FCHARSETS.get(m.group(1), m.group(1)), data)
     try:
         text = rtf_to_text(data.decode("latin-1"), encoding=codepage, errors="replace")
-    except (ValueError, IndexError, RecursionError) as exc:
+    except (ValueError, IndexError, RecursionError, OverflowError, TypeError) as exc:  # \u99999999999?, \uc with no number
         raise Unextractable(f"malformed RTF: {exc}") from exc
     out = TextBuilder()
     for paragraph in re.split(r"\n\s*\n|\n", text):

@@ -19,6 +19,7 @@ from lxml import etree
 from oboyu.documents.decoding import Decoded, UndecodableError, decode
 from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
+from oboyu.text import valid_text
 
 _SKIP = {"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas", "rt", "rp",
          "head", "nav", "aside", "select", "button", "input", "textarea", "dialog"}
@@ -45,7 +46,7 @@ def decode_html(data: bytes) -> Decoded:
                 name = codecs.lookup(match.group(1).decode("ascii")).name
                 name = {"shift_jis": "cp932", "euc_jp": "euc_jp", "iso2022_jp": "iso2022_jp_ext"}.get(name, name)
                 return Decoded(data.decode(name), name)
-            except (LookupError, UnicodeDecodeError):
+            except (LookupError, UnicodeError):  # UnicodeError: a codec that decodes nothing ("undefined")
                 pass  # a wrong declaration: guess as for any file
     return decode(data)
 
@@ -72,7 +73,8 @@ def add_html(out: TextBuilder, source: str, chapter_title: str | None = None) ->
     if not source.strip():
         return None
     try:
-        root = lxml.html.document_fromstring(source.encode("utf-8"), parser=_PARSER)
+        # lone surrogates (a page declared "unicode_escape", UTF-7 mail) would fail the whole page's encoding
+        root = lxml.html.document_fromstring(valid_text(source).encode("utf-8"), parser=_PARSER)
     except (etree.ParserError, ValueError) as exc:
         raise Unextractable(f"cannot parse HTML: {exc}") from exc
     title_element = root.find(".//title")

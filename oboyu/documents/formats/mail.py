@@ -51,7 +51,10 @@ def extract_mbox(data: bytes, read_file: ReadFile) -> Extracted:
             break
         chunk = data[start:end]
         body = chunk[chunk.index(b"\n") + 1 :] if b"\n" in chunk else b""
-        message = _parse(re.sub(rb"^>(>*From )", rb"\1", body, flags=re.MULTILINE))  # mboxrd unquoting
+        try:
+            message = _parse(re.sub(rb"^>(>*From )", rb"\1", body, flags=re.MULTILINE))  # mboxrd unquoting
+        except Unextractable:  # one message the parser cannot take does not cost the mailbox
+            continue
         out.part(number)
         _add_message(out, message, read_file, depth=0, heading_level=1)
     return out.build()
@@ -59,7 +62,21 @@ def extract_mbox(data: bytes, read_file: ReadFile) -> Extracted:
 
 def _parse(data: bytes) -> Message:
     """The message with its headers as sent (compat32), so that we decode them ourselves."""
-    return email.message_from_bytes(data)
+    try:
+        return email.message_from_bytes(data)
+    except RecursionError as exc:  # the parser recurses once per part: parts nested hundreds deep
+        raise Unextractable("mail nested too deep (parts inside parts past the parser's limit)") from exc
+    except TypeError as exc:  # the standard library's RFC 2231 decoding of `boundary*=` beside `boundary*0*=`
+        raise Unextractable(f"malformed mail: its MIME parameters cannot be read ({exc})") from exc
+
+
+def _param(read: Callable[[], str | None]) -> str | None:
+    """A part's file name or charset; None where its parameters are malformed (the standard
+    library's RFC 2231 decoding raises TypeError on `filename*=` beside `filename*0*=`)."""
+    try:
+        return read()
+    except (TypeError, ValueError, LookupError):
+        return None
 
 
 def _add_message(out: TextBuilder, message: Message, read_file: ReadFile, depth: int, heading_level: int) -> None:
@@ -83,7 +100,7 @@ def _add_message(out: TextBuilder, message: Message, read_file: ReadFile, depth:
             for paragraph in re.split(r"\n\s*\n", text):
                 out.paragraph(paragraph)
     for part in message.walk() if message.is_multipart() else []:
-        name = part.get_filename()
+        name = _param(part.get_filename)
         if part.get_content_maintype() == "multipart" or (not name and part.get_content_type() != "message/rfc822"):
             continue
         if part.get_content_disposition() != "attachment" and not name:
@@ -115,7 +132,7 @@ def _body(message: Message) -> tuple[str, bool] | None:
     candidates = [
         part for part in (message.walk() if message.is_multipart() else [message])
         if part.get_content_type() in ("text/plain", "text/html")
-        and part.get_content_disposition() != "attachment" and not part.get_filename()
+        and part.get_content_disposition() != "attachment" and not _param(part.get_filename)
     ]
     part = next((p for p in candidates if p.get_content_type() == "text/plain"), candidates[0] if candidates else None)
     if part is None:
@@ -123,7 +140,7 @@ def _body(message: Message) -> tuple[str, bool] | None:
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes):
         return None
-    return _decode_part(payload, part.get_content_charset()), part.get_content_subtype() == "html"
+    return _decode_part(payload, _param(part.get_content_charset)), part.get_content_subtype() == "html"
 
 
 def _decode_part(payload: bytes, charset: str | None) -> str:
@@ -149,12 +166,13 @@ def _header(message: Message, name: str) -> str:
     raw = message.get(name)
     if raw is None:
         return ""
-    if isinstance(raw, email.header.Header):
-        raw = str(raw)
     try:
+        # a header with 8-bit bytes (RFC 6532's raw UTF-8, a mailer's Shift_JIS) comes as a Header
+        # whose bytes decode_header hands back as "unknown-8bit": decoded below as a body is, where
+        # str() of it made each byte U+FFFD
         pieces = email.header.decode_header(raw)
     except (ValueError, IndexError, TypeError, email.errors.HeaderParseError):
-        return " ".join(raw.split())
+        return " ".join(str(raw).split())
     text = "".join(
         _decode_part(value, charset) if isinstance(value, bytes) else value
         for value, charset in pieces

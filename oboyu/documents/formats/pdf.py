@@ -29,7 +29,7 @@ def extract_pdf(data: bytes) -> Extracted:
             finally:
                 textpage.close()
                 page.close()
-        title = _meaningful_title(document.get_metadata_dict().get("Title") or "")
+        title = _meaningful_title(_title(document))
     except pdfium.PdfiumError as exc:
         raise Unextractable(f"cannot read PDF: {exc}") from exc
     finally:
@@ -42,6 +42,22 @@ def extract_pdf(data: bytes) -> Extracted:
         offset += len(text) + len(PAGE_BREAK)
     full = PAGE_BREAK.join(pages)
     return Extracted(full, plain_blocks(full), title=title, parts=starts)
+
+
+def _title(document) -> str:
+    """The Info dictionary's Title, which PDFium hands on as UTF-16LE. Decoded here, not by
+    pypdfium2's get_metadata_value: that decodes strictly, and a title with a lone surrogate or an
+    odd byte (as broken PDF makers write them) raised UnicodeDecodeError."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    size = pdfium_c.FPDF_GetMetaText(document, b"Title\x00", None, 0)
+    if size <= 2:
+        return ""
+    buffer = ctypes.create_string_buffer(size)
+    pdfium_c.FPDF_GetMetaText(document, b"Title\x00", buffer, size)
+    return buffer.raw[: size - 2].decode("utf-16-le", "replace")
 
 
 def _clean(text: str) -> str:

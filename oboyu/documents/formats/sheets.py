@@ -27,6 +27,18 @@ MAX_CELL_CHARS = 2_000
 
 def extract_workbook(data: bytes, kind: str) -> Extracted:
     """A workbook; `kind` is its extension, for the messages."""
+    try:
+        return _read_workbook(data, kind)
+    except BaseException as exc:
+        # calamine panics on some damaged files (a BIFF record cut short: "slice index starts at
+        # 4096 but ends at 3584"), which pyo3 raises as PanicException, a BaseException: past the
+        # indexer's `except Exception`, it would stop the whole run
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise Unextractable(f"corrupt {kind} file: {exc}") from exc
+
+
+def _read_workbook(data: bytes, kind: str) -> Extracted:
     from python_calamine import CalamineError, CalamineWorkbook, PasswordError
 
     if not data.startswith(OLE_MAGIC):  # .xls is an OLE file; the others are zip archives

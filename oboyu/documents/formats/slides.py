@@ -19,13 +19,14 @@ DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 
 def extract_pptx(data: bytes) -> Extracted:
     from pptx import Presentation
-    from pptx.exc import PackageNotFoundError
+    from pptx.exc import PythonPptxError
 
     archive = open_zip(data, ".pptx")  # the checks; python-pptx opens its own copy
     out = TextBuilder(core_title(archive, "docProps/core.xml", ".pptx"))
     try:  # python-pptx reads parts as it goes: a damaged one surfaces anywhere below
         _add_slides(out, Presentation(io.BytesIO(data)))
-    except (PackageNotFoundError, KeyError, AttributeError, etree.XMLSyntaxError, *ZIP_ERRORS) as exc:
+    # PythonPptxError: a package it cannot find, or a part without an element the schema requires
+    except (PythonPptxError, KeyError, AttributeError, etree.XMLSyntaxError, *ZIP_ERRORS) as exc:
         raise Unextractable(f"corrupt .pptx file: {exc or type(exc).__name__}") from exc
     return out.build()
 

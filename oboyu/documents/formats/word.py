@@ -26,6 +26,19 @@ _HEADING_NAME = re.compile(r"(?i)^heading\s*(\d)$")
 _DOCX_SKIP = {"rt", "delText", "instrText", "Fallback", "footnoteReference", "endnoteReference", "commentReference"}
 
 
+MAX_SPACES = 1_000  # text:s c="…": a run of spaces; a count in the millions is a memory bomb, not layout
+
+
+def attribute_number(value: str | None, most: int) -> int | None:
+    """An attribute's whole number, at most `most`; None where it is none: `abc`, `1.5`, `-1`, or
+    `²`, which passes str.isdigit() but not int(), or more digits than int() converts."""
+    value = (value or "").strip()
+    if not (value.isascii() and value.isdigit()):
+        return None
+    digits = value.lstrip("0") or "0"
+    return most if len(digits) > len(str(most)) else min(int(digits), most)
+
+
 def core_title(archive: zipfile.ZipFile, member: str, kind: str) -> str | None:
     """dc:title of docProps/core.xml (Office) or meta.xml (OpenDocument)."""
     data = read_member(archive, member, kind)
@@ -123,8 +136,9 @@ def _docx_styles(archive: zipfile.ZipFile) -> dict[str, int]:
         name = style.find(f"{W}name")
         outline = style.find(f"{W}pPr/{W}outlineLvl")
         match = _HEADING_NAME.match(name.get(f"{W}val", "") if name is not None else "")
-        if outline is not None and (outline.get(f"{W}val") or "").isdigit() and int(outline.get(f"{W}val")) < 9:
-            own[style_id] = int(outline.get(f"{W}val")) + 1
+        outline_level = attribute_number(outline.get(f"{W}val"), 9) if outline is not None else None
+        if outline_level is not None and outline_level < 9:
+            own[style_id] = outline_level + 1
         elif match:
             own[style_id] = int(match.group(1))
         elif name is not None and name.get(f"{W}val", "").lower() == "title":
@@ -145,8 +159,8 @@ def _docx_styles(archive: zipfile.ZipFile) -> dict[str, int]:
 
 def _docx_level(paragraph: etree._Element, styles: dict[str, int]) -> int:
     outline = paragraph.find(f"{W}pPr/{W}outlineLvl")
-    if outline is not None and (outline.get(f"{W}val") or "").isdigit():
-        value = int(outline.get(f"{W}val"))
+    value = attribute_number(outline.get(f"{W}val"), 9) if outline is not None else None
+    if value is not None:
         return value + 1 if value < 9 else 0
     style = paragraph.find(f"{W}pPr/{W}pStyle")
     return styles.get(style.get(f"{W}val") or "", 0) if style is not None else 0
@@ -193,7 +207,8 @@ def odf_text(element: etree._Element) -> str:
         for child in node:
             name = local_name(child)
             if name == "s":
-                parts.append(" " * int(child.get(f"{TEXT}c", "1") or 1))
+                count = attribute_number(child.get(f"{TEXT}c"), MAX_SPACES)
+                parts.append(" " * (1 if count is None else count))
             elif name == "tab":
                 parts.append("\t")
             elif name == "line-break":
@@ -236,7 +251,7 @@ def extract_odt(data: bytes) -> Extracted:
                 out.part(counter[0])
                 text = odf_text(child)
                 if name == "h":
-                    out.heading(text, int(child.get(f"{TEXT}outline-level", "1") or 1))
+                    out.heading(text, attribute_number(child.get(f"{TEXT}outline-level"), 10) or 1)
                 else:
                     out.paragraph(text)
                 for aside in odf_asides(child):
