@@ -256,3 +256,29 @@ def test_a_passage_the_model_fails_on_costs_only_its_file(tmp_path: Path, model_
         # remembered: the next run passes it over until it changes, and says why
         again = Indexer(store, failing).index([notes])
         assert again.unchanged == 2 and [Path(s.path).name for s in again.skipped] == ["poison.md"]
+
+
+class _Panic(BaseException):
+    """As pyo3's PanicException: a Rust library's panic, which is not an Exception."""
+
+
+def test_a_reader_that_panics_costs_only_its_file(tmp_path: Path, embedder: Embedder,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from oboyu.index import preparing
+
+    real = preparing.extract_file
+
+    def panicking(data: bytes, file_type: str, name: str = ""):
+        if name == "cut.xls":
+            raise _Panic("called `Result::unwrap()` on an `Err` value")
+        return real(data, file_type, name)
+
+    monkeypatch.setattr(preparing, "extract_file", panicking)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 買い物\n\n牛乳と卵を買う。\n", encoding="utf-8")
+    (notes / "cut.xls").write_bytes(b"\xd0\xcf\x11\xe0" + b"\x00" * 600)
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder).index([notes])
+    assert stats.added == 1 and [(Path(s.path).name, s.reason.split(":")[:2]) for s in stats.skipped] == [
+        ("cut.xls", ["cannot extract text", " _Panic"])]

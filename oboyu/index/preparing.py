@@ -126,7 +126,10 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
                 chunkings.put(extracted, chunks)
     except Unextractable as exc:
         return Unindexable(entry, str(exc))
-    except Exception as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
+    except BaseException as exc:  # one malformed file must not stop the run (a reader's bug: tried again next time)
+        # BaseException: a Rust library's panic (pyo3's PanicException) is not an Exception
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)):
+            raise
         return Skipped(path, f"cannot extract text: {type(exc).__name__}: {exc}")
     document = DocumentRecord(
         path=stored_path(path), root=str(entry.root), size=entry.size, mtime_ns=entry.mtime_ns, sha256=sha,
