@@ -234,13 +234,26 @@ def _three_notes(tmp_path: Path) -> Path:
     return notes
 
 
-def test_a_file_the_index_refuses_to_store_costs_only_that_file(tmp_path: Path, embedder: Embedder) -> None:
+def test_a_file_the_index_refuses_to_store_costs_only_that_file(tmp_path: Path, embedder: Embedder,
+                                                                oboyu_env: dict) -> None:
+    import json
+
     notes = _three_notes(tmp_path)
-    with _RefusingStore(tmp_path / "index.duckdb") as store:
+    db = tmp_path / "index.duckdb"
+    with _RefusingStore(db) as store:
         stats = Indexer(store, embedder).index([notes])
         assert stats.added == 2
         assert [(Path(s.path).name, s.reason.split(":")[0]) for s in stats.skipped] == [("poison.md", "cannot be stored")]
         assert sorted(Path(p).name for p in store.files_under(str(notes))) == ["a.md", "z.md"]
+    # kept for status, with the reason
+    env = {**oboyu_env, "OBOYU_DB": str(db)}
+    listed = json.loads(oboyu(env, "status", "--json").stdout)["roots"][0]["skipped"]
+    assert [(Path(s["path"]).name, s["reason"].split(":")[0]) for s in listed] == [("poison.md", "cannot be stored")]
+    assert "skipped poison.md: cannot be stored" in oboyu(env, "status").stdout
+    # such a failure may pass (an upgrade): the next run tries the file again, and then forgets it
+    with Store(db) as store:
+        again = Indexer(store, embedder).index([notes])
+        assert again.added == 1 and again.skipped == [] and store.skipped_under(str(notes)) == {}
 
 
 def test_a_passage_the_model_fails_on_costs_only_its_file(tmp_path: Path, model_dir: Path) -> None:

@@ -28,6 +28,8 @@ cluster_option = click.option(
     "--cluster", metavar="ADDRESS", help="Read, chunk and embed on a Ray cluster: `local` (Ray on this machine, "
     "every core), `auto`, host:port or ray://host:10001. Needs the cluster extra; the index is written here.")
 
+SKIPS_SHOWN = 5  # a root's files that could not be indexed, listed by `status` (all in --json)
+
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -233,10 +235,12 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         model = store.model_id()
         wanted = {root.path for root in store.roots_named(list(names))} if names else None  # unknown: an error
         summaries = [r for r in store.root_summaries() if wanted is None or r.path in wanted]
+        skipped = {r.path: sorted(store.skipped_under(r.path, r.path).items()) for r in summaries}
     roots = [
         {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
          "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
-         "description": r.description, "left_out": list(r.left_out)}
+         "description": r.description, "left_out": list(r.left_out),
+         "skipped": [{"path": disk_path(p), "reason": known.reason} for p, known in skipped[r.path]]}
         for r in summaries
     ]
     info = {
@@ -267,6 +271,10 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         if summary.left_out:
             folders = ", ".join(os.path.relpath(folder, summary.path) for folder in summary.left_out)
             click.echo(visible(f"  {'':<16} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
+        for stored, known in skipped[summary.path][:SKIPS_SHOWN]:
+            click.echo(visible(f"  {'':<16} skipped {os.path.relpath(stored, summary.path)}: {known.reason}"))
+        if len(skipped[summary.path]) > SKIPS_SHOWN:
+            click.echo(f"  {'':<16} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:

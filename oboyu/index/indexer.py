@@ -272,6 +272,7 @@ class Indexer:
         self._bulk_wanted = len(todo) >= BULK_TOKENIZER_FILES  # loaded by the first file that is chunked
         total_bytes = sum(e.size for e, _ in todo) or 1
         indexed_before = {stored_path(e.path) for e, previous in todo if previous is not None}
+        entries = {stored_path(e.path): e for e, _ in todo}
         started = last_write = time.perf_counter()
         done_files = done_bytes = chunks_read = 0
         pending: list[Prepared] = []
@@ -302,8 +303,9 @@ class Indexer:
                         stats.skipped.append(Skipped(item.path, item.reason))
                         if stored_path(item.path) in indexed_before:
                             unreadable.append(stored_path(item.path))
-                        if isinstance(item, Unindexable):
-                            unindexable.append(item)
+                        entry = entries.get(stored_path(item.path))
+                        if entry is not None:  # remembered, with its reason, for `status` and the next run
+                            unindexable.append(Unindexable(entry, item.reason))
                     elif isinstance(item, Touched):
                         touched.append(item.entry)
                         done_bytes += item.entry.size
@@ -458,7 +460,9 @@ class Indexer:
         for p in prepared:
             items.append(self._rows_of(p, stats))
         with self._open() as store:
-            prepared = write_each_alone_on_refusal(store, items, prepared, stats)
+            prepared, refused = write_each_alone_on_refusal(store, items, prepared)
+            stats.skipped += [Skipped(r.path, r.reason) for r in refused]
+            unindexable = unindexable + refused
             store.update_file_stats([(stored_path(e.path), e.size, e.mtime_ns) for e in touched])
             store.delete_paths(unreadable)
             # a file remembered as unindexable that reads now is forgotten

@@ -11,10 +11,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from oboyu.documents.crawl import Skipped
-from oboyu.index.preparing import Prepared
+from oboyu.index.preparing import Prepared, Unindexable
 from oboyu.index.records import ChunkRecord, DocumentRecord
-from oboyu.index.reports import IndexStats
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 
@@ -27,23 +25,25 @@ REFUSED_VALUES = (duckdb.DataError, duckdb.ConstraintException, duckdb.InvalidIn
 Rows = tuple[DocumentRecord, list[ChunkRecord], np.ndarray]
 
 
-def write_each_alone_on_refusal(store: Store, items: list[Rows], prepared: list[Prepared],
-                                stats: IndexStats) -> list[Prepared]:
+def write_each_alone_on_refusal(store: Store, items: list[Rows],
+                                prepared: list[Prepared]) -> tuple[list[Prepared], list[Unindexable]]:
     """The files written in one transaction; when the index refuses a value in it, each file
-    alone, so that the file it refuses is skipped with the reason and the others are kept."""
+    alone, so that the file it refuses is skipped with the reason (returned, to be remembered)
+    and the others are kept."""
     try:
         store.write_documents(items)
-        return prepared
+        return prepared, []
     except REFUSED_VALUES:
         pass  # which file it was is found below
     written: list[Prepared] = []
+    refused: list[Unindexable] = []
     for item, p in zip(items, prepared):
         try:
             store.write_documents([item])
             written.append(p)
         except REFUSED_VALUES as exc:  # its old rows, if any, stay: it is tried again next run
-            stats.skipped.append(Skipped(p.entry.path, f"cannot be stored: {type(exc).__name__}: {exc}"))
-    return written
+            refused.append(Unindexable(p.entry, f"cannot be stored: {type(exc).__name__}: {exc}"))
+    return written, refused
 
 
 def embedded_alone(embedder: Embedder, texts: list[str], failure: Exception) -> np.ndarray:

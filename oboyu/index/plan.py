@@ -87,7 +87,8 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     for path, entry in found.items():
         previous = stored.get(path)
         skip = known.get(path)
-        if previous is None and skip is not None and not full and (skip.size, skip.mtime_ns) == (entry.size, entry.mtime_ns):
+        if (previous is None and skip is not None and not full and not skip.tried_again
+                and (skip.size, skip.mtime_ns) == (entry.size, entry.mtime_ns)):
             plan.skipped.append(Skipped(entry.path, skip.reason))
         elif previous is None:
             plan.added.append(entry)

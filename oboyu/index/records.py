@@ -55,11 +55,17 @@ class StoredFile:
 @dataclass
 class KnownSkip:
     """A file whose content cannot be indexed (encrypted, corrupt, binary), as it was when tried:
-    passed over until its size or modification time changes."""
+    passed over until its size or modification time changes, unless its failure may pass."""
 
     size: int
     mtime_ns: int
     reason: str
+
+    @property
+    def tried_again(self) -> bool:
+        """A failure that may pass without the file changing (a permission, a reader's bug that
+        an upgrade fixes): tried each run, and remembered meanwhile so that `status` lists it."""
+        return self.reason.startswith(("cannot read", "cannot extract text", "cannot be stored", "larger than"))
 
 
 @dataclass
