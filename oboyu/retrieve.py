@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from oboyu.documents.crawl import time_stamp
 from oboyu.documents.viewing import Shown, read_document
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
@@ -223,8 +224,11 @@ def _matching(store: Store, pattern: str) -> list[tuple]:
     """The indexed files a shell-style glob names: `*`, `?` and `[...]` inside one name, `**` any
     depth of folders; matched against the whole absolute path."""
     pieces = stored_path(pattern).split(os.sep)
-    literal = next(i for i, piece in enumerate(pieces) if _GLOB.search(piece))
-    regex = re.compile(_glob_regex(pieces), re.IGNORECASE if CASE_INSENSITIVE_FILES else 0)
+    literal = next((i for i, piece in enumerate(pieces) if _GLOB.search(piece)), len(pieces))
+    try:
+        regex = re.compile(_glob_regex(pieces), re.IGNORECASE if CASE_INSENSITIVE_FILES else 0)
+    except re.error as exc:
+        raise OboyuError(f"{pattern!r} is not a usable glob ({exc.msg}); quote it as the shell would, e.g. 'notes/*.md'") from None
     return [row for row in _under(store, os.sep.join(pieces[:literal]) or os.sep) if regex.fullmatch(row[1])]
 
 
@@ -332,7 +336,7 @@ def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
         last = min(last, first + max_lines - 1)
     try:
         info = os.stat(real)
-        stale = (info.st_size, info.st_mtime_ns) != (target.size, target.mtime_ns)
+        stale = (info.st_size, time_stamp(info.st_mtime_ns)) != (target.size, target.mtime_ns)  # as the index holds it
     except OSError:
         stale = True
     return Excerpt(target, first, last, total, shown.lines[first - 1 : last], lines_around(shown, first, last),

@@ -170,6 +170,11 @@ def test_a_name_that_is_not_utf8_is_indexed_found_shown_and_kept_exact(tmp_path:
     # named again inside its indexed folder: indexed as the file it is
     again = oboyu(oboyu_env, "index", os.fsdecode(odd))
     assert again.returncode == 0, again.stderr
+    # a hidden folder of such a name, which its root's walk leaves out, would be a root of its own
+    hidden = os.fsencode(notes) + b"/.\x82old"
+    os.mkdir(hidden)
+    refused = oboyu(oboyu_env, "index", os.fsdecode(hidden))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "cannot be a folder of its own" in refused.stderr
     renamed = os.fsencode(notes) + b"/\x82\xa1memo.txt"
     os.rename(odd, renamed)
     pending = oboyu(oboyu_env, "status", "--pending", "--json")
@@ -269,6 +274,11 @@ def test_a_passage_the_model_fails_on_costs_only_its_file(tmp_path: Path, model_
         # remembered: the next run passes it over until it changes, and says why
         again = Indexer(store, failing).index([notes])
         assert again.unchanged == 2 and [Path(s.path).name for s in again.skipped] == ["poison.md"]
+        # a bad file alone in its group, the others' vectors cached: its failure is still its own
+        (notes / "poison-2.md").write_text(f"# 毒\n\n{POISON}、もう一つ。\n", encoding="utf-8")
+        alone = Indexer(store, failing).index([notes])
+        assert sorted((Path(s.path).name, s.reason) for s in alone.skipped) == [("poison-2.md", UNEMBEDDABLE), ("poison.md", UNEMBEDDABLE)]
+        assert store.vector_coverage() == (2, 2)
 
 
 class _Panic(BaseException):

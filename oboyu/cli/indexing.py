@@ -239,7 +239,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     roots = [
         {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
          "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
-         "description": r.description, "left_out": list(r.left_out),
+         "description": r.description, "left_out": [disk_path(folder) for folder in r.left_out],
          "skipped": [{"path": disk_path(p), "reason": known.reason} for p, known in skipped[r.path]]}
         for r in summaries
     ]

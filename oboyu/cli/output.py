@@ -134,7 +134,7 @@ def _markdown(r: Result) -> str:
     return f"{item}\n  {snippet}" if snippet else item
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # and bidi controls, as visible()
 
 
 def _write_files(results: list[Result], out: TextIO) -> None:

@@ -42,6 +42,7 @@ from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.paths import disk_path, is_within, outermost, stored_path
 from oboyu.progress import ProgressLine
+from oboyu.text import visible
 
 EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
 KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
@@ -147,6 +148,9 @@ class Indexer:
                                      f"{option} a folder indexed on its own")
                 if root is None or (is_root and (name or (self.follow_symlinks and not root.follow_symlinks))):
                     follow = self.follow_symlinks or (is_root and root is not None and root.follow_symlinks)
+                    if stored_path(path) != str(path):  # roots are kept by the name the system gives
+                        raise OboyuError(f"{visible(str(path))}: a name that is not UTF-8 cannot be a folder of its own; "
+                                         "index the folder that holds it")
                     root = store.add_root(str(path), name, follow)
                 if description is not None:
                     root = store.describe_root(root, description)
@@ -303,7 +307,7 @@ class Indexer:
                         stats.skipped.append(Skipped(item.path, item.reason))
                         if stored_path(item.path) in indexed_before:
                             unreadable.append(stored_path(item.path))
-                        entry = entries.get(stored_path(item.path))
+                        entry = item.entry if isinstance(item, Unindexable) else entries.get(stored_path(item.path))
                         if entry is not None:  # remembered, with its reason, for `status` and the next run
                             unindexable.append(Unindexable(entry, item.reason))
                     elif isinstance(item, Touched):

@@ -15,6 +15,7 @@ from oboyu.index.preparing import Prepared, Unindexable
 from oboyu.index.records import ChunkRecord, DocumentRecord
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
+from oboyu.models.probe import probe_sentences
 
 _log = logging.getLogger(__name__)
 
@@ -48,14 +49,17 @@ def write_each_alone_on_refusal(store: Store, items: list[Rows],
 
 def embedded_alone(embedder: Embedder, texts: list[str], failure: Exception) -> np.ndarray:
     """A group the engine failed on, text by text: a row of NaN for each text that fails alone
-    (its file is then skipped). When every one fails, the failure is the engine's: raised."""
+    (its file is then skipped). When every one fails and so does a text known to be good, the
+    failure is the engine's: raised (a group of one bad file's passages is not the engine's)."""
     out = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
     for row, text in enumerate(texts):
         vector = attempt(lambda one: embedder.embed_ids(embedder.token_ids(one)), [text])
         if not isinstance(vector, Exception):
             out[row] = vector[0]
     if np.isnan(out).any(axis=1).all():
-        raise failure
+        known_good = [embedder.passage_text(probe_sentences()[0])]
+        if isinstance(attempt(lambda one: embedder.embed_ids(embedder.token_ids(one)), known_good), Exception):
+            raise failure
     _log.warning(f"the model failed on {int(np.isnan(out).any(axis=1).sum())} passages: {type(failure).__name__}: {failure}")
     return out
 

@@ -109,7 +109,3 @@ class RootTable:
         return [RootSummary(Root(path, name, bool(follow), description), int(docs), int(chunks), last, tuple(left_out or ()))
                 for path, name, follow, description, docs, chunks, last, left_out in rows]
 
-    def root_of_file(self, path: str) -> str | None:
-        """The indexed folder of an indexed file, or None."""
-        row = self.con.execute("SELECT root FROM documents WHERE path = ?", [path]).fetchone()
-        return row[0] if row else None

@@ -20,7 +20,6 @@ import io
 import json
 import logging
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from oboyu import retrieve
 from oboyu.api import open_indexer
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
@@ -36,7 +36,7 @@ from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
 from oboyu.paths import disk_path, is_within, stored_path
-from oboyu.search.filters import MAX_PATTERN_WILDCARDS, make_filters
+from oboyu.search.filters import make_filters
 from oboyu.search.live import LiveIndex
 from oboyu.text import valid_text
 
@@ -44,7 +44,6 @@ MAX_QUERY_CHARS = 1000
 MAX_K = 50
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 200_000
-MAX_READ_FILE_BYTES = 20 * 1024 * 1024
 MAX_HTTP_BODY = 64 * 1024
 READ_WAIT_SECONDS = 3.0  # how long a call waits while `oboyu index` writes a batch
 MAX_READ_SECONDS = 10.0
@@ -97,14 +96,11 @@ class OboyuTools:
         for name, value in (("mode", mode), ("path", path), ("type", type), ("since", since)):
             if value is not None and len(value) > MAX_ARG_CHARS:
                 raise RefusedError(f"{name} is longer than {MAX_ARG_CHARS} characters")
-        if path and len(re.findall(r"\*+", path)) > MAX_PATTERN_WILDCARDS:
-            raise RefusedError(f"path {path!r} has more than {MAX_PATTERN_WILDCARDS} wildcards (*), which makes matching "
-                               "too slow; use fewer, as in **/drafts/*.md")
         filters = make_filters([path] if path else [], type, since)
         results = self.live.search(query, Mode.named(mode), k, filters).results
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
         roots = self.live.file_roots()
-        results = [r for r in results if self._inside_its_root(r.path, roots.get(r.path))]
+        results = [r for r in results if retrieve.inside_its_root(r.path, roots.get(r.path))]
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak,
@@ -122,7 +118,7 @@ class OboyuTools:
             raise RefusedError(f"end_line {end_line} is before start_line {start_line}")
         real = self._indexed_real_path(path)
         # read in a worker with a time cap: a file on a hung network drive costs a worker, not the server
-        reading = _READERS.submit(read_document, real, MAX_READ_FILE_BYTES, follow_symlinks=False)
+        reading = _READERS.submit(read_document, real, retrieve.MAX_FILE_BYTES, follow_symlinks=False)
         try:
             shown = reading.result(timeout=MAX_READ_SECONDS)
             lines = shown.lines
@@ -136,14 +132,13 @@ class OboyuTools:
             raise RefusedError(f"start_line {first} is past the end: the file has {len(lines)} lines")
         truncated = last - first + 1 > MAX_READ_LINES
         last = min(last, first + MAX_READ_LINES - 1)
+        while last > first and sum(len(line) + 1 for line in lines[first - 1 : last]) > MAX_READ_CHARS:
+            last, truncated = first + (last - first) // 2, True  # whole lines, so that end_line is true
         text = "\n".join(lines[first - 1 : last])
-        if len(text) > MAX_READ_CHARS:
+        if len(text) > MAX_READ_CHARS:  # one line longer than the cap
             text, truncated = text[:MAX_READ_CHARS], True
-        # where each page, slide, sheet row or chapter starts in the lines returned, and the part
-        # the first line is in (a range from mid-page says which page it is on)
-        enclosing = [part for part in shown.parts if part[0] < first][-1:]
-        inside = [part for part in shown.parts if first <= part[0] <= last]
-        parts = [{"line": line, "location": label} for line, label in enclosing + inside]
+        # where each page, slide, sheet row or chapter starts in the lines returned
+        parts = [{"line": line, "location": label} for line, label in retrieve.lines_around(shown, first, last)]
         return {"path": str(Path(os.path.abspath(path))), "start_line": first, "end_line": last,
                 "total_lines": len(lines), "truncated": truncated, "text": text, "parts": parts}
 
@@ -194,12 +189,12 @@ class OboyuTools:
 
     def _indexed_real_path(self, path: str) -> str:
         candidate = self._checked_path(path)
-        root = self.live.file_roots().get(candidate)
-        if root is None:
-            raise RefusedError(self._not_indexed(disk_path(candidate)))
-        if not self._inside_its_root(candidate, root):
-            raise RefusedError("file resolves outside its indexed folder")
-        return os.path.realpath(disk_path(candidate))
+        try:
+            return retrieve.indexed_real_path(candidate, self.live.file_roots().get)
+        except OboyuError as exc:
+            if str(exc) == retrieve.NOT_INDEXED:
+                raise RefusedError(self._not_indexed(disk_path(candidate))) from None
+            raise RefusedError(f"file {exc}") from None
 
     def _not_indexed(self, path: str) -> str:
         """Why `path` is not read, and what to pass instead. Whether it exists is said only inside
@@ -210,18 +205,12 @@ class OboyuTools:
                 roots = [disk_path(r.path) for r in store.roots()]
         except OboyuError:  # busy: the plain answer
             roots = []
-        if any(is_within(path, root) for root in roots):
+        if any(is_within(os.path.realpath(path), os.path.realpath(root)) for root in roots):
             if os.path.isdir(path):
                 return f"that is a folder; {hint}"
             if not os.path.lexists(path):
                 return f"no such file; {hint}"
         return f"not an indexed file; {hint}"
-
-    @staticmethod
-    def _inside_its_root(path: str, root: str | None) -> bool:
-        """Whether the file's real path (symlinks and `..` resolved) lies inside its root's. A name
-        that is not UTF-8 may come in the index's form (as results carry it to a client)."""
-        return root is not None and is_within(os.path.realpath(disk_path(path)), os.path.realpath(disk_path(root)))
 
 
 def _valid(value: Any, text: Callable[[str], str] = valid_text) -> Any:
