@@ -305,3 +305,16 @@ def test_a_reader_that_panics_costs_only_its_file(tmp_path: Path, embedder: Embe
         stats = Indexer(store, embedder).index([notes])
     assert stats.added == 1 and [(Path(s.path).name, s.reason.split(":")[:2]) for s in stats.skipped] == [
         ("cut.xls", ["cannot extract text", " _Panic"])]
+
+
+def test_only_failures_that_may_pass_are_tried_again() -> None:
+    """A corrupt file's verdict stands until it changes; a read error or a reader's fault may pass."""
+    from oboyu.documents.crawl import size_cap_reason
+    from oboyu.index.records import KnownSkip
+
+    for reason in ("cannot read PDF: Failed to load document (PDFium: Data format error).", UNEMBEDDABLE,
+                   "encrypted: it needs a password"):
+        assert not KnownSkip(1, 1, reason).tried_again, reason
+    for reason in ("cannot read: Permission denied", size_cap_reason(10 * 2**20),
+                   "cannot extract text: ValueError: x", "cannot be stored: ConversionException: x"):
+        assert KnownSkip(1, 1, reason).tried_again, reason

@@ -52,6 +52,11 @@ class StoredFile:
     sha256: str
 
 
+# how the indexer words a failure that may pass (preparing.py, isolation.py, crawl.size_cap_reason);
+# "cannot read PDF: ..." (a corrupt file, a reader's verdict) is not one of them
+TRIED_AGAIN = ("cannot read: ", "cannot read its words: ", "cannot extract text: ", "cannot be stored: ", "larger than the ")
+
+
 @dataclass
 class KnownSkip:
     """A file whose content cannot be indexed (encrypted, corrupt, binary), as it was when tried:
@@ -65,7 +70,7 @@ class KnownSkip:
     def tried_again(self) -> bool:
         """A failure that may pass without the file changing (a permission, a reader's bug that
         an upgrade fixes): tried each run, and remembered meanwhile so that `status` lists it."""
-        return self.reason.startswith(("cannot read", "cannot extract text", "cannot be stored", "larger than"))
+        return self.reason.startswith(TRIED_AGAIN)
 
 
 @dataclass
