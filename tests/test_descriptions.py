@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_oboyu
+from conftest import Done, oboyu_in_process, run_oboyu
 
-from oboyu.cli.main import main
 from oboyu.index.schema import SCHEMA_VERSION
 from oboyu.index.store import Store
 from oboyu.mcp.server import OboyuTools
@@ -32,13 +29,6 @@ class Indexed:
     garden: Path
     db: Path
     env: dict[str, str]
-
-
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +52,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path, model_dir
 def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
     """`oboyu ARGS --db INDEX` by the command's own main() in this process (no child's start-up)."""
     def run(*args: str) -> Done:
-        capfd.readouterr()
-        library = logging.getLogger("oboyu")
-        saved = sys.argv, list(library.handlers), library.level, library.propagate  # main() sets them
-        sys.argv = ["oboyu", *args, "--db", str(indexed.db)]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        finally:
-            sys.argv, library.handlers, library.level, library.propagate = saved
-        out, err = capfd.readouterr()
-        return Done(code, out, err)
+        return oboyu_in_process(capfd, *args, "--db", str(indexed.db))
     return run
 
 

@@ -6,18 +6,15 @@ indexed once for the module, read by the real command."""
 from __future__ import annotations
 
 import json
-import logging
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import run_oboyu
+from conftest import Done, oboyu_in_process, run_oboyu
 from office_files import docx_bytes, eml_iso2022jp
 from pdfs import make_pdf
 
-from oboyu.cli.main import main
 from oboyu.errors import OboyuError
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
@@ -44,31 +41,12 @@ class Indexed:
     env: dict[str, str]
 
 
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
 def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
     """`oboyu COMMAND --db INDEX ARGS` run by the command's own main() in this process (a child
     process costs 0.7 s of imports a call): exit status, stdout and stderr as a person sees them."""
     def run(command: str, *args: str) -> Done:
-        capfd.readouterr()
-        library = logging.getLogger("oboyu")
-        saved = sys.argv, list(library.handlers), library.level, library.propagate  # main() sets them
-        sys.argv = ["oboyu", command, "--db", str(indexed.db), *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        finally:
-            sys.argv, library.handlers, library.level, library.propagate = saved
-        out, err = capfd.readouterr()
-        return Done(code, out, err)
+        return oboyu_in_process(capfd, command, "--db", str(indexed.db), *args)
     return run
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import logging
 import os
 import socket
 import subprocess
@@ -15,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import Done, oboyu_in_process
 
-from oboyu.cli.main import main
 from oboyu.cli.output import file_url, hyperlinks, link
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
@@ -38,13 +37,6 @@ class Indexed:
     root: Path
     db: Path
     env: dict[str, str]
-
-
-@dataclass
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 @pytest.fixture(scope="module")
@@ -69,19 +61,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, cache_
 def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
     """`oboyu query --db INDEX ARGS` by the command's own main() in this process."""
     def run(*args: str) -> Done:
-        capfd.readouterr()
-        library = logging.getLogger("oboyu")
-        saved = sys.argv, list(library.handlers), library.level, library.propagate  # main() sets them
-        sys.argv = ["oboyu", "query", "--db", str(indexed.db), *args]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-        finally:
-            sys.argv, library.handlers, library.level, library.propagate = saved
-        out, err = capfd.readouterr()
-        return Done(code, out, err)
+        return oboyu_in_process(capfd, "query", "--db", str(indexed.db), *args)
     return run
 
 
