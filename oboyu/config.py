@@ -9,6 +9,8 @@ setting and where it came from.
     [query]
     mode = "hybrid"
     k = 10
+    [app]
+    restore_last_search = true         # the app opens on the last query and mode of its index
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Settings:
     file_types: dict[str, str] = field(default_factory=dict)  # ".ext" -> reader
     mode: Mode = DEFAULT_MODE
     k: int = DEFAULT_K
+    restore_last_search: bool = False
     path: Path | None = None  # the file read, None when there is none
     given: frozenset[str] = frozenset()  # the settings the file gave
 
@@ -60,12 +63,15 @@ def _parse(data: dict, path: Path) -> Settings:
     def bad(key: str, wanted: str) -> OboyuError:
         return OboyuError(f"in {path}: `{key}` must be {wanted}")
 
-    query = data.get("query", {})
-    unknown = sorted(set(data) - {"exclude", "file_types", "query"})
+    query, app = data.get("query", {}), data.get("app", {})
+    unknown = sorted(set(data) - {"exclude", "file_types", "query", "app"})
     if isinstance(query, dict):
         unknown += sorted(f"query.{key}" for key in query if key not in ("mode", "k"))
+    if isinstance(app, dict):
+        unknown += sorted(f"app.{key}" for key in app if key != "restore_last_search")
     if unknown:
-        raise OboyuError(f"in {path}: unknown setting {unknown[0]!r} (known: exclude, file_types, query.mode, query.k)")
+        raise OboyuError(f"in {path}: unknown setting {unknown[0]!r} "
+                         "(known: exclude, file_types, query.mode, query.k, app.restore_last_search)")
     given: set[str] = set()
     exclude = data.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
@@ -85,6 +91,12 @@ def _parse(data: dict, path: Path) -> Settings:
         raise bad("query.mode", f"one of {', '.join(MODE_NAMES)}")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
         raise bad("query.k", "a whole number from 1 to 1000")
+    if not isinstance(app, dict):
+        raise bad("app", "a table with restore_last_search")
+    restore = app.get("restore_last_search", False)
+    if not isinstance(restore, bool):
+        raise bad("app.restore_last_search", "true or false")
     given.update(key for key in ("exclude", "file_types") if key in data)
     given.update(f"query.{key}" for key in ("mode", "k") if key in query)
-    return Settings(tuple(exclude), types, Mode(mode), k, path, frozenset(given))
+    given.update(f"app.{key}" for key in ("restore_last_search",) if key in app)
+    return Settings(tuple(exclude), types, Mode(mode), k, restore, path, frozenset(given))

@@ -36,6 +36,15 @@ def config_file() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
 
 
+def state_dir() -> Path:
+    """What the app remembers between runs (search history, recent documents): `OBOYU_STATE_DIR`,
+    else the user state dir."""
+    env = os.environ.get("OBOYU_STATE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_state_dir(APP_NAME))
+
+
 def models_dir() -> Path:
     return cache_dir() / "models"
 

@@ -34,16 +34,18 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _caches_in_the_session_cache(cache_dir: Path):
+def _caches_in_the_session_cache(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     """In-process code keeps what it learns (provider verdicts, OpenVINO's compiled models) in the
-    session's cache, never the user's."""
-    before = os.environ.get("OBOYU_CACHE_DIR")
-    os.environ["OBOYU_CACHE_DIR"] = str(cache_dir)
+    session's cache, and the app what it remembers in the session's state dir, never the user's."""
+    wanted = {"OBOYU_CACHE_DIR": str(cache_dir), "OBOYU_STATE_DIR": str(tmp_path_factory.mktemp("state"))}
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     yield
-    if before is None:
-        os.environ.pop("OBOYU_CACHE_DIR", None)
-    else:
-        os.environ["OBOYU_CACHE_DIR"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

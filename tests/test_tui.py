@@ -274,9 +274,13 @@ def test_errors_are_notifications_not_crashes(db: Path, home: Path, embedder: Em
 
 
 def test_editor_arguments() -> None:
-    assert editor_arguments("vim", "/a b.md", 12) == ["+12", "/a b.md"]
-    assert editor_arguments("code --wait", "/a.md", 3) == ["-g", "/a.md:3"]
-    assert editor_arguments("/usr/bin/hx", "/a.md", 3) == ["/a.md:3"]
+    assert editor_arguments("vim", [("/a b.md", 12)]) == ["+12", "/a b.md"]
+    assert editor_arguments("code --wait", [("/a.md", 3)]) == ["-g", "/a.md:3"]
+    assert editor_arguments("/usr/bin/hx", [("/a.md", 3)]) == ["/a.md:3"]
+    # several files: a line each where the editor takes one, else the first file's
+    assert editor_arguments("nvim", [("/a.md", 3), ("/b.md", 9)]) == ["+3", "/a.md", "/b.md"]
+    assert editor_arguments("code", [("/a.md", 3), ("/b.md", 9)]) == ["-g", "/a.md:3", "-g", "/b.md:9"]
+    assert editor_arguments("zed", [("/a.md", 3), ("/b.md", 9)]) == ["/a.md:3", "/b.md:9"]
 
 
 # --- snapshots of the main screens (keyword mode: its scores do not depend on the CPU's float kernels)

@@ -121,7 +121,7 @@ def config_command(as_json: bool) -> None:
 
     from oboyu.config import settings
     from oboyu.index.embedding_cache import EmbeddingCache
-    from oboyu.paths import cache_dir, config_file, default_db_path
+    from oboyu.paths import cache_dir, config_file, default_db_path, state_dir
 
     current = settings()
     file = str(config_file())
@@ -136,8 +136,10 @@ def config_command(as_json: bool) -> None:
         "file_types": (current.file_types, source("file_types")),
         "query.mode": (current.mode, source("query.mode")),
         "query.k": (current.k, source("query.k")),
+        "app.restore_last_search": (current.restore_last_search, source("app.restore_last_search")),
         "db": (str(default_db_path()), source("db", "OBOYU_DB")),
         "cache_dir": (str(cache_dir()), source("cache_dir", "OBOYU_CACHE_DIR")),
+        "state_dir": (str(state_dir()), source("state_dir", "OBOYU_STATE_DIR")),
         "embedding_cache": (str(EmbeddingCache.path_of_default()), source("embedding_cache", "OBOYU_EMBEDDING_CACHE")),
     }
     state = "read" if current.path else "not found; oboyu's defaults apply"
@@ -147,6 +149,7 @@ def config_command(as_json: bool) -> None:
                               ensure_ascii=False, indent=2))
         return
     click.echo(visible(f"settings file: {file} ({state})"))
+    width = max(map(len, rows))
     for key, (value, where) in rows.items():
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else str(value)
-        click.echo(visible(f"{key:>12} = {shown}  ({where})"))
+        click.echo(visible(f"{key:>{width}} = {shown}  ({where})"))

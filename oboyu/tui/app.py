@@ -1,5 +1,5 @@
 """The interactive app: a search box, results that follow the typing, a preview of the passage in
-its file, and the indexes screen. The app holds the state in reactive attributes, bound down to the
+its file, and the indexes screen; what it remembers of an index between runs is in memory.py. The app holds the state in reactive attributes, bound down to the
 status bar and the indexes screen, and handles the messages its screens and workers send up; its
 index (model, summary, indexing runs) is IndexingApp's, in indexing.py. Everything slow (the model,
 searches, previews, indexing) runs in threads; the UI thread only draws."""
@@ -21,18 +21,20 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList
 
+from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
-from oboyu.modes import Mode
+from oboyu.modes import MODE_NAMES, Mode
 from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, IndexSummary
 from oboyu.text import visible
 from oboyu.tui.indexes import IndexScreen
 from oboyu.tui.indexing import IndexingApp
+from oboyu.tui.memory import AppMemory, Opened
 from oboyu.tui.messages import AnswerReady, FiltersChosen, ReindexRequested, StopRequested
-from oboyu.tui.opening import open_result
-from oboyu.tui.screens import FilterScreen, HelpScreen, PromptScreen
+from oboyu.tui.opening import ToOpen, open_files
+from oboyu.tui.screens import FilterScreen, HelpScreen, PromptScreen, RecentScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.status import StatusBar
 from oboyu.tui.widgets import Preview, QueryInput, ResultList, display_path
@@ -55,6 +57,10 @@ class OboyuApp(IndexingApp):
         Binding("pagedown", "move(5)", show=False),
         Binding("pageup", "move(-5)", show=False),
         Binding("escape", "focus_query", "Search", show=False),
+        Binding("ctrl+up", "history(-1)", "Earlier search", show=False),
+        Binding("ctrl+down", "history(1)", "Later search", show=False),
+        Binding("ctrl+r", "recent", "Recent", show=False),
+        Binding("space", "select", "Select", show=False),
         Binding("e", "edit", "Open"),
         Binding("y", "copy_path", "Copy path"),
     ]
@@ -75,6 +81,9 @@ class OboyuApp(IndexingApp):
         self.shown: SearchRequest | None = None  # the request whose answer the list shows
         self.shown_at = 0.0  # perf_counter() when it was shown (keystroke latency benchmarks)
         self.last_search_seconds = 0.0
+        self.memory = AppMemory(db_path)
+        self._history_at: int | None = None  # the history entry the box shows, while it is unchanged
+        self.typed = ""  # what the search box holds
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -105,6 +114,15 @@ class OboyuApp(IndexingApp):
         if not self.model_ready.is_set():
             self.load_model()
         self.refresh_summary()
+        if settings().restore_last_search:
+            self.restore_last_search()
+
+    def restore_last_search(self) -> None:
+        remembered = self.memory.of_index
+        if remembered.last_mode in MODE_NAMES:
+            self.set_reactive(OboyuApp.mode, Mode(remembered.last_mode))
+        if remembered.last_query:
+            self.show_in_box(remembered.last_query)
 
     def on_resize(self, event: events.Resize) -> None:
         self.query_one("#body").set_class(event.size.width < WIDE_COLUMNS, "narrow")
@@ -112,6 +130,15 @@ class OboyuApp(IndexingApp):
     def on_unmount(self) -> None:
         self._searches.stop()
         self._index_stop.set()
+        self.remember_last_search()
+
+    def remember_last_search(self) -> None:
+        """The query in the box counts as a search made; it and the mode are kept for the next start."""
+        remembered = self.memory.of_index
+        remembered.last_query = self.typed.strip()
+        remembered.last_mode = str(self.mode)
+        remembered.remember_search(remembered.last_query)
+        self.memory.save()
 
     # --- the index (the rest of its state and handling is IndexingApp's) -----------------------
 
@@ -122,6 +149,9 @@ class OboyuApp(IndexingApp):
             )
 
     def watch_db_path(self, path: Path) -> None:
+        if self.memory.key != str(path.expanduser().resolve()):
+            self.remember_last_search()
+            self.memory = AppMemory(path)
         super().watch_db_path(path)
         self._searches.live = self.live
         self.shown = None
@@ -135,6 +165,10 @@ class OboyuApp(IndexingApp):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "query":
+            self.typed = event.value  # kept here: at unmount the box has gone before the app
+            history = self.memory.of_index.history
+            if self._history_at is not None and event.value != history[self._history_at]:
+                self._history_at = None  # edited: the box no longer shows the entry
             self.search_now()
 
     def watch_mode(self) -> None:
@@ -176,12 +210,11 @@ class OboyuApp(IndexingApp):
 
     def watch_answer(self, answer: Answer | None) -> None:
         results, preview = self.query_one(ResultList), self.query_one(Preview)
+        results.show_answer(answer)
         if answer is None:
-            results.show([])
             preview.clear("Type to search.")
             return
         self.stale = answer.stale
-        results.show_answer(answer)
         if not answer.results:
             preview.clear("No results.")
 
@@ -194,20 +227,72 @@ class OboyuApp(IndexingApp):
         self.query_one(Preview).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "query" and self.query_one(ResultList).current is not None:
-            self.query_one(Preview).focus()
+        if event.input.id == "query":
+            self.remember_search()
+            if self.query_one(ResultList).current is not None:
+                self.query_one(Preview).focus()
+
+    # --- what is remembered: history and recent documents ---------------------------------------
+
+    def remember_search(self) -> None:
+        """The query in the box was used (submitted, or its results opened or copied)."""
+        if self.memory.of_index.remember_search(self.query_one("#query", Input).value):
+            self._history_at = None
+            self.memory.save()
+
+    def show_in_box(self, query: str) -> None:
+        box = self.query_one("#query", Input)
+        box.value = query
+        box.cursor_position = len(query)
+
+    def action_history(self, step: int) -> None:
+        """Ctrl+↑ an earlier search, Ctrl+↓ a later one (past the newest: an empty box); ↑ in an
+        empty box too."""
+        history = self.memory.of_index.history
+        if not history:
+            self.notify("no searches remembered for this index yet", timeout=2)
+            return
+        at = len(history) if self._history_at is None else self._history_at
+        at = max(0, min(len(history), at + step))
+        query = history[at] if at < len(history) else ""
+        self._history_at = at if at < len(history) else None
+        self.show_in_box(query)
+        self.query_one("#query", Input).focus()
+
+    def action_clear_history(self) -> None:
+        self.memory.of_index.history.clear()
+        self._history_at = None
+        self.memory.save()
+        self.notify("search history cleared for this index", timeout=2)
+
+    def action_recent(self) -> None:
+        self.push_screen(RecentScreen(self.memory.of_index.recent), self.open_recent)
+
+    def open_recent(self, opened: Opened | None) -> None:
+        if opened is not None:
+            self.open_and_remember([ToOpen(opened.path, opened.line, opened.file_type)])
+
+    def open_and_remember(self, files: list[ToOpen]) -> None:
+        for done in reversed(open_files(self, files)):  # the first chosen ends up the newest
+            self.memory.of_index.remember_opened(done.path, done.line, done.file_type)
+        self.memory.save()
 
     # --- actions and the palette -------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         on_search_screen = not self.screen_stack or len(self.screen_stack) == 1
-        if action in ("edit", "copy_path", "move", "focus_query", "cycle_mode", "filters", "help") and not on_search_screen:
+        if action in ("edit", "copy_path", "move", "focus_query", "cycle_mode", "filters", "help", "history",
+                      "recent", "select") and not on_search_screen:
             return False
-        if action in ("edit", "copy_path") and self.query_one(ResultList).current is None:
+        if action in ("edit", "copy_path", "select") and not self.query_one(ResultList).chosen():
             return None  # shown, greyed out
         return True
 
     def action_move(self, delta: int) -> None:
+        box = self.query_one("#query", Input)
+        if delta == -1 and self.focused is box and not box.value:
+            self.action_history(-1)
+            return
         self.query_one(ResultList).step(delta)
 
     def action_focus_query(self) -> None:
@@ -237,16 +322,27 @@ class OboyuApp(IndexingApp):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_select(self) -> None:
+        self.query_one(ResultList).toggle_selected()
+
+    def action_clear_selection(self) -> None:
+        self.query_one(ResultList).clear_selection()
+
     def action_copy_path(self) -> None:
-        result = self.query_one(ResultList).current
-        if result is not None:
-            self.copy_to_clipboard(result.path)
-            self.notify(f"copied {display_path(result.path)}", timeout=2)
+        """The highlighted result's path, or the selected results' paths, one a line."""
+        paths = list(dict.fromkeys(r.path for r in self.query_one(ResultList).chosen()))
+        if paths:
+            self.remember_search()
+            self.copy_to_clipboard("\n".join(paths))
+            what = display_path(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
+            self.notify(f"copied {what}", timeout=2)
 
     def action_edit(self) -> None:
-        result = self.query_one(ResultList).current
-        if result is not None:
-            open_result(self, result)
+        """The highlighted result, or the selected ones, opened (text in the editor, all at once)."""
+        chosen = self.query_one(ResultList).chosen()
+        if chosen:
+            self.remember_search()
+            self.open_and_remember([ToOpen.of(r) for r in chosen])
 
     def action_switch_index(self) -> None:
         self.push_screen(PromptScreen("Index file to search", str(self.live.db_path)), self.switch_index)
@@ -258,5 +354,9 @@ class OboyuApp(IndexingApp):
         yield SystemCommand("Switch index", "Search another index file", self.action_switch_index)
         yield SystemCommand("Filters", "Restrict by path, type or date", self.action_filters)
         yield SystemCommand("Cycle mode", " → ".join(Mode), self.action_cycle_mode)
+        yield SystemCommand("Recent documents", "Documents opened from the app on this index", self.action_recent)
+        yield SystemCommand("Clear search history", "Forget this index's searches (↑, Ctrl+↑/↓)",
+                            self.action_clear_history)
+        yield SystemCommand("Clear selection", "Unselect the results chosen with space", self.action_clear_selection)
         yield SystemCommand("Stop indexing", "Stop the run in progress after its batch",
                             partial(self.post_message, StopRequested()))

@@ -1,21 +1,25 @@
-"""Dialogs over the search screen: help, filters, a prompt for a line of text, a yes-or-no question
-(the indexes screen is in indexes.py)."""
+"""Dialogs over the search screen: help, filters, recent documents, a prompt for a line of text, a
+yes-or-no question (the indexes screen is in indexes.py)."""
 
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, Markdown
+from textual.widgets import Button, Footer, Input, Label, Markdown, OptionList
+from textual.widgets.option_list import Option
 
 from oboyu.errors import OboyuError
 from oboyu.search.filters import Filters, make_filters
 from oboyu.text import visible
+from oboyu.tui.memory import Opened
 from oboyu.tui.messages import FiltersChosen
+from oboyu.tui.widgets import display_path
 
 
 class HelpScreen(ModalScreen[None]):
@@ -86,6 +90,38 @@ class FilterScreen(ModalScreen[None]):
 
     def action_cancel(self) -> None:
         self.dismiss()
+
+
+class RecentScreen(ModalScreen[Opened | None]):
+    """The documents opened from the app on this index, the newest first; Enter opens one again."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, recent: list[Opened]):
+        super().__init__()
+        self.recent = recent
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="recent"):
+            yield Label("Recent documents", classes="title")
+            if not self.recent:
+                yield Label("Nothing opened from the app yet: e opens a result.")
+            yield OptionList(*(Option(self.line(o), id=str(i)) for i, o in enumerate(self.recent)))
+            yield Footer()
+
+    @staticmethod
+    def line(opened: Opened) -> Text:
+        path = Path(opened.path)
+        text = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
+        text.append(f"  {display_path(path.parent)}", style="dim")
+        text.append(f"  {opened.opened.replace('T', ' ')}", style="dim italic")
+        return text
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.recent[int(event.option.id or 0)])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class PromptScreen(ModalScreen[str | None]):

@@ -30,13 +30,18 @@ def display_path(path: str | Path) -> str:
     return visible(text)
 
 
-def result_prompt(result: Result) -> Group:
+MARK = "● "  # before the name of a selected result
+
+
+def result_prompt(result: Result, selected: bool = False) -> Group:
     """Three lines: file name, folder and score; heading path; snippet with the matches marked."""
     path = Path(result.path)
     first = Table.grid(expand=True, padding=(0, 0, 0, 1))
     first.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     first.add_column(justify="right", no_wrap=True)
     name = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
+    if selected:
+        name = Text.assemble((MARK, "green"), name, no_wrap=True, overflow="ellipsis")
     name.append(f"  {display_path(path.parent)}", style="dim")
     if result.copies:  # the same file elsewhere, folded into this result
         name.append(f"  +{len(result.copies)} {'copy' if len(result.copies) == 1 else 'copies'}", style="dim")
@@ -54,30 +59,72 @@ def result_prompt(result: Result) -> Group:
 class ResultList(OptionList):
     """The ranked files (or passages); highlighting one shows it in the preview. Weak matches
     (under the confidence line) come after the others, dimmed, under a divider that cannot be
-    highlighted, which says "no good match" when they are all there is."""
+    highlighted, which says "no good match" when they are all there is. Space selects results (kept
+    across searches, for opening or copying them together), marked with a dot."""
 
     results: list[Result] = []
+    answer: Answer | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.selected: dict[str, Result] = {}  # chunk id -> result, in the order chosen
+
+    def prompt(self, result: Result) -> Group | Styled:
+        prompt = result_prompt(result, result.chunk_id in self.selected)
+        return Styled(prompt, "dim") if result.weak else prompt
 
     def show(self, results: list[Result]) -> None:
         strong = [r for r in results if not r.weak]
         weak = [r for r in results if r.weak]
         self.results = strong + weak
-        options = [Option(result_prompt(r), id=r.chunk_id) for r in strong]
+        options = [Option(self.prompt(r), id=r.chunk_id) for r in strong]
         if weak:
             label = "weak matches" if strong else "no good match · the closest, weak"
             options.append(Option(Text(f"── {label} ──", style="dim italic"), disabled=True))
-            options += [Option(Styled(result_prompt(r), "dim"), id=r.chunk_id) for r in weak]
+            options += [Option(self.prompt(r), id=r.chunk_id) for r in weak]
         self.set_options(options)
         if results:
             self.highlighted = 0 if strong else 1
 
-    def show_answer(self, answer: Answer) -> None:
-        """The answer's results, their count in the border (weak ones apart)."""
-        self.show(answer.results)
-        good = sum(not r.weak for r in answer.results)
-        weak = len(answer.results) - good
-        self.border_title = f"Results · {good}" + (f" (+{weak} weak)" if weak else "") \
-            + (" · index busy, last loaded state" if answer.stale else "")
+    def show_answer(self, answer: Answer | None) -> None:
+        """The answer's results, their count in the border (weak ones apart), and the selection's."""
+        self.answer = answer
+        self.show(answer.results if answer else [])
+        self.update_title()
+
+    def update_title(self) -> None:
+        title = "Results"
+        if self.answer is not None:
+            good = sum(not r.weak for r in self.answer.results)
+            weak = len(self.answer.results) - good
+            title += f" · {good}" + (f" (+{weak} weak)" if weak else "") \
+                + (" · index busy, last loaded state" if self.answer.stale else "")
+        if self.selected:
+            title += f" · {len(self.selected)} selected"
+        self.border_title = title
+
+    def toggle_selected(self) -> None:
+        """Select the highlighted result, or leave it out of the selection."""
+        result = self.current
+        if result is None:
+            return
+        if self.selected.pop(result.chunk_id, None) is None:
+            self.selected[result.chunk_id] = result
+        self.replace_option_prompt(result.chunk_id, self.prompt(result))
+        self.update_title()
+
+    def clear_selection(self) -> None:
+        shown = [r for r in self.results if r.chunk_id in self.selected]
+        self.selected.clear()
+        for result in shown:
+            self.replace_option_prompt(result.chunk_id, self.prompt(result))
+        self.update_title()
+
+    def chosen(self) -> list[Result]:
+        """What an action applies to: the selection, else the highlighted result."""
+        if self.selected:
+            return list(self.selected.values())
+        return [self.current] if self.current is not None else []
 
     def step(self, delta: int) -> None:
         """Move the highlight by delta results, over the divider."""
