@@ -31,7 +31,7 @@ test: $(VENV)/.installed-test
 # most 72 characters since the rule began (a clone without history has nothing to check)
 HABITS_SINCE ?= 9fd9c8f
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check oboyu tests benchmarks scripts
+	$(VENV)/bin/ruff check oboyu tests benchmarks scripts eval
 	$(VENV)/bin/mypy
 	@! git log --format=%s $(HABITS_SINCE)^..HEAD 2>/dev/null | awk 'length > 72 {print "commit subject over 72 characters: " $$0; bad = 1} END {exit !bad}'
 
