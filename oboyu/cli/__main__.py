@@ -1,5 +1,5 @@
 """`python -m oboyu.cli`: the `oboyu` command."""
 
-from oboyu.cli.main import main
+from oboyu.cli.handoff import main
 
 main()

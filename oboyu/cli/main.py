@@ -20,6 +20,7 @@ from oboyu.cli.getting import get
 from oboyu.cli.indexing import describe, index, reindex, remove, status
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
+from oboyu.cli.serving import serve
 from oboyu.cli.system import cache, config_command, doctor, mcp, tui
 from oboyu.errors import OboyuError
 from oboyu.text import visible
@@ -47,7 +48,7 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
             click.echo(ctx.get_help())
 
 
-for command in (tui, index, reindex, remove, describe, query, get, status, cache, config_command, doctor, mcp, eval_command,
+for command in (tui, index, reindex, remove, describe, query, serve, get, status, cache, config_command, doctor, mcp, eval_command,
                 models):
     cli.add_command(command)
 

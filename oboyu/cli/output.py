@@ -18,6 +18,7 @@ import re
 import socket
 import sys
 import urllib.parse
+from collections.abc import Mapping
 from typing import TextIO
 
 import click
@@ -30,16 +31,16 @@ CSV_COLUMNS = ("rank", "score", "path", "start_line", "end_line", "location", "h
                "chunk_id", "weak")
 
 
-def colour(stream: TextIO) -> bool:
+def colour(stream: TextIO, env: Mapping[str, str] = os.environ) -> bool:
     """Escape sequences (colour, hyperlinks) are for a person's terminal only."""
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    return stream.isatty() and "NO_COLOR" not in env and env.get("TERM") != "dumb"
 
 
-def hyperlinks(stream: TextIO) -> bool:
-    return colour(stream) and os.environ.get("TERM") != "linux" and "NO_TERM_HYPERLINKS" not in os.environ
+def hyperlinks(stream: TextIO, env: Mapping[str, str] = os.environ) -> bool:
+    return colour(stream, env) and env.get("TERM") != "linux" and "NO_TERM_HYPERLINKS" not in env
 
 
-def file_url(path: str, line: int | None = None) -> str:
+def file_url(path: str, line: int | None = None, env: Mapping[str, str] = os.environ) -> str:
     """`file://HOST/PATH` (every byte outside a plain name percent-encoded: a control character in
     a name never reaches the terminal raw), `#LINE` in kitty."""
     if sys.platform == "win32":  # file:///C:/Users/...: Windows terminals take no host
@@ -47,7 +48,7 @@ def file_url(path: str, line: int | None = None) -> str:
         url = f"file://{where}"
     else:
         url = f"file://{urllib.parse.quote(socket.gethostname())}{urllib.parse.quote(os.fsencode(path), safe='/')}"
-    kitty = os.environ.get("TERM") == "xterm-kitty" or "KITTY_WINDOW_ID" in os.environ
+    kitty = env.get("TERM") == "xterm-kitty" or "KITTY_WINDOW_ID" in env
     return f"{url}#{line}" if line and kitty else url
 
 
@@ -63,9 +64,11 @@ def highlight(text: str, spans: list[tuple[int, int]], coloured: bool = True) ->
                    for piece, matched in visible_pieces(text, spans))
 
 
-def write_results(results: list[Result], output_format: str, explain: bool = False) -> None:
-    """Results in one of FORMATS on stdout."""
-    out = sys.stdout
+def write_results(results: list[Result], output_format: str, explain: bool = False, out: TextIO | None = None,
+                  env: Mapping[str, str] | None = None) -> None:
+    """Results in one of FORMATS on `out` (stdout), styled for a terminal whose variables are `env`."""
+    out = out if out is not None else sys.stdout
+    env = env if env is not None else os.environ
     if output_format == "json":
         out.write(json_safe(json.dumps([r.to_json() for r in results], ensure_ascii=False, indent=2)) + "\n")
     elif output_format == "jsonl":
@@ -78,13 +81,13 @@ def write_results(results: list[Result], output_format: str, explain: bool = Fal
     elif output_format == "files":
         _write_files(results, out)
     else:
-        _write_text(results, explain, out)
+        _write_text(results, explain, out, env)
 
 
-def _write_text(results: list[Result], explain: bool, out: TextIO) -> None:
-    coloured, linked = colour(out), hyperlinks(out)
+def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[str, str]) -> None:
+    coloured, linked = colour(out, env), hyperlinks(out, env)
     for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
-        location = link(visible(r.location), file_url(r.path, r.start_line) if linked else None)
+        location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
         out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if coloured else location}\n")
         heading = visible(r.heading or r.title or "")

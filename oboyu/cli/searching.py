@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -13,6 +16,7 @@ from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, o
 from oboyu.cli.output import FORMATS, write_results
 from oboyu.config import settings
 from oboyu.errors import OboyuError
+from oboyu.index.store import Store
 from oboyu.modes import MODE_NAMES, Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
@@ -58,48 +62,118 @@ def query(text: str | None, db: Path | None, k: int | None, output_format: str |
 
     Each result's score is its confidence: the estimated probability that it is what you asked
     for. Results under the weak-match line are left out unless --all; when none is left, oboyu
-    says "no good match" (exit 1). On a terminal, each path is a link to its file."""
-    from oboyu.index.reports import meaning_share
+    says "no good match" (exit 1). On a terminal, each path is a link to its file. While `oboyu
+    serve` (or the app) holds this index, the query is answered there, warm, with the same output."""
+    from oboyu.models.loading import load_embedder, load_reranker
+
+    if (text is None) == (not from_stdin):
+        raise click.UsageError("give either a query TEXT or --stdin")
+    if from_stdin and output_format not in (None, "json"):
+        raise click.UsageError("--stdin always writes one JSON array a line; leave out --format")
+    asked = Asked.of(text or "", k, output_format, as_json, min_score, paths, types, since, until, roots, mode_name,
+                     by_chunk, explain, show_all)
+    path = db_path(db)
+    if not from_stdin:
+        code = answer_once(asked, path, rerank, sys.stdout, sys.stderr)
+        if code:
+            raise SystemExit(code)
+        return
+    with open_reading(path) as store:  # the model is loaded once; the index is held like the app holds it
+        filters = asked.filters(store, sys.stderr)
+        embedder = load_embedder(store.model_id(), progress=ProgressLine()) if asked.mode.uses_vectors else None
+        _say_coverage(asked.mode, *store.vector_coverage(), sys.stderr)
+    _answer_lines(LiveIndex(path, embedder, load_reranker(rerank), read_wait=READ_WAIT_SECONDS), filters, asked.mode,
+                  asked.k, asked.group, asked.show_all, asked.min_score)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One `oboyu query TEXT`, its options checked and the settings' defaults filled in."""
+
+    text: str
+    k: int
+    mode: Mode
+    output_format: str
+    explain: bool
+    min_score: float | None
+    paths: tuple[str, ...]
+    types: str | None
+    since: str | None
+    until: str | None
+    roots: tuple[str, ...]
+    group: bool
+    show_all: bool
+
+    @classmethod
+    def of(cls, text: str, k: int | None, output_format: str | None, as_json: bool, min_score: float | None,
+           paths: tuple[str, ...], types: str | None, since: str | None, until: str | None, roots: tuple[str, ...],
+           mode_name: str | None, by_chunk: bool, explain: bool, show_all: bool) -> Asked:
+        if as_json and output_format not in (None, "json"):
+            raise click.UsageError(f"--json is --format json; give one of them, not --format {output_format} too")
+        output_format = "json" if as_json else output_format or "text"
+        if explain and output_format in ("csv", "md", "files"):
+            raise click.UsageError(f"--explain shows in --format text (JSON always holds the evidence), not in {output_format}")
+        return cls(text, k or settings().k, Mode(mode_name) if mode_name else settings().mode, output_format, explain,
+                   min_score, paths, types, since, until, roots, not by_chunk, show_all)
+
+    @property
+    def is_plain(self) -> bool:
+        """No filter asked for."""
+        return not (self.paths or self.types or self.since or self.until or self.roots)
+
+    def filters(self, store: Store, err: TextIO) -> Filters:
+        """The filters asked for (the folders named looked up in the index), saying what an age means."""
+        folders = [root.path for root in store.roots_named(list(self.roots))]
+        filters = make_filters(self.paths, self.types, self.since, self.until, folders)
+        for option, value in (("--since", self.since), ("--until", self.until)):
+            if value and (meaning := describe_age(value)):
+                click.echo(f"oboyu: {option} {meaning} ago", file=err)  # 6m is minutes, 6mo months
+        return filters
+
+
+def answer_once(asked: Asked, path: Path, rerank: bool | None, out: TextIO, err: TextIO) -> int:
+    """Answer from the index file, loading the model for this one query; returns the exit code."""
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
 
-    k = k or settings().k  # the settings' defaults where none is given
-    mode = Mode(mode_name) if mode_name else settings().mode
-    if (text is None) == (not from_stdin):
-        raise click.UsageError("give either a query TEXT or --stdin")
-    if as_json and output_format not in (None, "json"):
-        raise click.UsageError(f"--json is --format json; give one of them, not --format {output_format} too")
-    if from_stdin and output_format not in (None, "json"):
-        raise click.UsageError("--stdin always writes one JSON array a line; leave out --format")
-    output_format = "json" if as_json else output_format or "text"
-    if explain and output_format in ("csv", "md", "files"):
-        raise click.UsageError(f"--explain shows in --format text (JSON always holds the evidence), not in {output_format}")
-    path = db_path(db)
     with open_reading(path) as store:
-        folders = [root.path for root in store.roots_named(list(roots))]
-        filters = make_filters(paths, types, since, until, folders)
-        for option, value in (("--since", since), ("--until", until)):
-            if value and (meaning := describe_age(value)):
-                click.echo(f"oboyu: {option} {meaning} ago", err=True)  # 6m is minutes, 6mo months
-        embedder = load_embedder(store.model_id(), progress=ProgressLine()) if mode.uses_vectors else None
-        embedded, chunks = store.vector_coverage()
-        if mode.uses_vectors and embedded < chunks:
-            click.echo(f"oboyu: meaning search reaches {meaning_share(embedded, chunks)} of passages so far; the rest are "
-                       "found by their words until their vectors are made (by the `oboyu index` under way, or by "
-                       "`oboyu index` after an interrupted one)", err=True)
-        reranker = load_reranker(rerank)
-        if not from_stdin:
-            results = search(SqlRanker(store), embedder, text or "", k, filters, mode=mode, group=not by_chunk,
-                             reranker=reranker)
-    if from_stdin:  # the model is loaded once; the index is held like the app holds it, letting writers in
-        _answer_lines(LiveIndex(path, embedder, reranker, read_wait=READ_WAIT_SECONDS), filters, mode, k, not by_chunk,
-                      show_all, min_score)
-        return
-    shown = _shown(results, show_all, min_score)
-    write_results(shown, output_format, explain)
+        filters = asked.filters(store, err)
+        embedder = load_embedder(store.model_id(), progress=ProgressLine()) if asked.mode.uses_vectors else None
+        _say_coverage(asked.mode, *store.vector_coverage(), err)
+        results = search(SqlRanker(store), embedder, asked.text, asked.k, filters, mode=asked.mode, group=asked.group,
+                         reranker=load_reranker(rerank))
+    return show_answer(asked, results, out, err)
+
+
+def answer_warm(asked: Asked, live: LiveIndex, out: TextIO, err: TextIO, env: Mapping[str, str]) -> int:
+    """Answer from an index held in memory with its model loaded (`oboyu serve`, the app); the same
+    output as answer_once."""
+    filters = None
+    if not asked.is_plain:  # a plain query never opens the file: the index in memory answers it
+        with live.reading() as store:
+            filters = asked.filters(store, err)
+    _say_coverage(asked.mode, *live.coverage(), err)
+    results = live.search(asked.text, asked.mode, asked.k, filters, asked.group).results
+    return show_answer(asked, results, out, err, env)
+
+
+def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
+                env: Mapping[str, str] | None = None) -> int:
+    shown = _shown(results, asked.show_all, asked.min_score)
+    write_results(shown, asked.output_format, asked.explain, out, env)
     if not shown:
-        _say_no_match(valid_text(text or ""), results, show_all, min_score)
-        raise SystemExit(EXIT_NO_RESULTS)
+        _say_no_match(valid_text(asked.text), results, err, asked.show_all, asked.min_score)
+        return EXIT_NO_RESULTS
+    return 0
+
+
+def _say_coverage(mode: Mode, embedded: int, chunks: int, err: TextIO) -> None:
+    from oboyu.index.reports import meaning_share
+
+    if mode.uses_vectors and embedded < chunks:
+        click.echo(f"oboyu: meaning search reaches {meaning_share(embedded, chunks)} of passages so far; the rest are "
+                   "found by their words until their vectors are made (by the `oboyu index` under way, or by "
+                   "`oboyu index` after an interrupted one)", file=err)
 
 
 def _shown(results: list[Result], show_all: bool, min_score: float | None = None) -> list[Result]:
@@ -110,16 +184,17 @@ def _shown(results: list[Result], show_all: bool, min_score: float | None = None
     return shown if min_score is None else [r for r in shown if r.confidence >= min_score]
 
 
-def _say_no_match(question: str, results: list[Result], show_all: bool = False, min_score: float | None = None) -> None:
+def _say_no_match(question: str, results: list[Result], err: TextIO, show_all: bool = False,
+                  min_score: float | None = None) -> None:
     if not results:
-        click.echo("no results", err=True)
+        click.echo("no results", file=err)
         return
     closest = results[0]
     where = f"closest: {visible(closest.location)}, confidence {closest.confidence:.2f}"
     if min_score is not None and (show_all or any(not r.weak for r in results)):
-        click.echo(f'no result for "{visible(question)}" reaches --min-score {min_score:g} ({where})', err=True)
+        click.echo(f'no result for "{visible(question)}" reaches --min-score {min_score:g} ({where})', file=err)
         return
-    click.echo(f'no good match for "{visible(question)}" ({where}; --all lists the weak matches)', err=True)
+    click.echo(f'no good match for "{visible(question)}" ({where}; --all lists the weak matches)', file=err)
 
 
 def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: bool, show_all: bool,

@@ -132,6 +132,11 @@ class LiveIndex:
         with self.reading() as store:
             return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
 
+    def coverage(self) -> tuple[int, int]:
+        """(passages with a vector, passages), from memory."""
+        self.refresh()
+        return int(self.resident.has_vector.sum()), len(self.resident.has_vector)
+
     def file_roots(self) -> Mapping[str, str]:
         """Indexed file (as the system names it) -> its indexed folder, from memory when the
         index has not changed: a long-lived server answers without opening the index."""

@@ -1,0 +1,91 @@
+"""The `oboyu` command's first step: hand `oboyu query` to a warm process when one holds the index.
+
+`oboyu serve` (and the app) keep an index in memory with its model loaded, and listen on a Unix
+socket named after the index file, in a folder only this user can enter. A query that finds the
+socket sends its arguments there and prints the answer it gets back, byte for byte what it would
+have printed itself, in milliseconds rather than the second a cold start takes (loading the
+model, reading the index). Anything the warm process does not answer itself (an error, an
+option it cannot honour, no process at all) runs here as usual, so the output never depends on
+whether a server was running.
+
+This module is imported before anything else and must stay light: the standard library only,
+no click, no NumPy, no onnxruntime. `OBOYU_NO_HANDOFF=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from oboyu.cli.sockets import receive_all, socket_path
+
+CONNECT_SECONDS = 0.5  # a server that does not accept in this time is not used
+ANSWER_SECONDS = 300.0  # a query may wait while an indexer writes, as a local one would
+TERMINAL_VARIABLES = ("NO_COLOR", "TERM", "NO_TERM_HYPERLINKS", "KITTY_WINDOW_ID")  # how output is styled
+NOT_HANDED = ("--stdin", "--help", "-h")  # answered here: a stream of queries, the help text
+
+
+def main() -> None:
+    code = handed_off(sys.argv[1:])
+    if code is None:
+        from oboyu.cli.main import main as run_here
+
+        run_here()
+        return
+    sys.exit(code)
+
+
+def handed_off(args: list[str]) -> int | None:
+    """Have a warm process answer `oboyu query ...`: its exit code once the answer is written,
+    None when the query is to run here."""
+    if not args or args[0] != "query" or os.environ.get("OBOYU_NO_HANDOFF") or not hasattr(socket, "AF_UNIX"):
+        return None
+    if any(arg in NOT_HANDED for arg in args[1:]):
+        return None
+    address = socket_path(index_of(args[1:]))
+    if address is None or not address.exists():
+        return None
+    request = {
+        "argv": args[1:],
+        "cwd": os.getcwd(),
+        "env": {name: os.environ[name] for name in (*TERMINAL_VARIABLES, "OBOYU_CONFIG") if name in os.environ},
+        "stdout_tty": sys.stdout.isatty(),
+        "stderr_tty": sys.stderr.isatty(),
+    }
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(CONNECT_SECONDS)
+            connection.connect(str(address))
+            connection.settimeout(ANSWER_SECONDS)
+            connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
+            connection.shutdown(socket.SHUT_WR)
+            reply = receive_all(connection)
+        head, _, body = reply.partition(b"\n")
+        answer = json.loads(head)
+        if not isinstance(answer, dict) or not answer.get("handled"):
+            return None
+        stdout_bytes = int(answer["stdout_bytes"])
+        if len(body) != stdout_bytes + int(answer["stderr_bytes"]):
+            return None  # cut short
+    except (OSError, ValueError, KeyError, TypeError):  # gone, refused, timed out, garbled: answer here
+        return None
+    for stream, written in ((sys.stdout, body[:stdout_bytes]), (sys.stderr, body[stdout_bytes:])):
+        stream.flush()
+        stream.buffer.write(written)
+        stream.buffer.flush()
+    return int(answer.get("code", 0))
+
+
+def index_of(args: list[str]) -> Path:
+    """The index file a query's arguments name (--db), else $OBOYU_DB, else the default."""
+    for i, arg in enumerate(args):
+        if arg == "--db" and i + 1 < len(args):
+            return Path(args[i + 1])
+        if arg.startswith("--db="):
+            return Path(arg.removeprefix("--db="))
+    from oboyu.paths import default_db_path
+
+    return default_db_path()

@@ -1,0 +1,138 @@
+"""`oboyu serve` holds an index with its model loaded, and `oboyu query` hands its query there:
+the same bytes on stdout and stderr and the same exit status as a query run on its own, for every
+output format and option; what the server cannot answer as the command would runs in the asking
+process; `oboyu index` writes meanwhile, and the next query sees it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_NOTES, run_oboyu
+
+from oboyu.cli.sockets import socket_path
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="handoff uses Unix sockets")
+
+
+@pytest.fixture
+def server(tmp_path: Path, oboyu_env: dict) -> Iterator[tuple[dict, subprocess.Popen]]:
+    """The example notes indexed and served: the environment (with a private runtime folder) and
+    the serving process."""
+    shutil.copytree(EXAMPLE_NOTES, tmp_path / "notes")
+    runtime = Path(tempfile.mkdtemp(prefix="oboyu-run-"))  # private, and short: a socket's path is at most ~100 bytes
+    env = {**oboyu_env, "XDG_RUNTIME_DIR": str(runtime)}
+    assert run_oboyu(env, "index", str(tmp_path / "notes"), "-q").returncode == 0
+    server = start_server(env)
+    try:
+        yield env, server
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture
+def served(server: tuple[dict, subprocess.Popen]) -> dict:
+    return server[0]
+
+
+def start_server(env: dict) -> subprocess.Popen:
+    server = subprocess.Popen([sys.executable, "-m", "oboyu.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    line = server.stderr.readline()  # the model loads first
+    assert "oboyu: serving" in line, line + server.stderr.read()
+    return server
+
+
+def cannot_run_here(env: dict) -> dict:
+    """The environment with a cache dir that cannot be: a query run in its own process fails at
+    once, so one that succeeds was answered by the server."""
+    return {**env, "OBOYU_CACHE_DIR": os.devnull + "/not-a-folder"}
+
+
+QUERIES = [
+    ("カレーの作り方",),
+    ("カレーの作り方", "--format", "json", "-k", "3"),
+    ("release the wheel", "--format", "files"),
+    ("京都", "--format", "csv", "--explain"),
+    ("京都", "--format", "md", "--all", "--mode", "vector"),
+    ("changelog", "--mode", "keyword", "--chunks", "--explain"),
+    ("旅行", "--path", "*.md", "--since", "30d"),
+    ("zzzz qqqq", "--format", "jsonl"),  # no good match: exit 1, said on stderr
+    ("議事録", "--min-score", "0.99"),
+]
+
+
+def test_a_served_index_answers_queries_with_the_output_they_give_alone(served: dict) -> None:
+    for query in QUERIES:
+        alone = run_oboyu({**served, "OBOYU_NO_HANDOFF": "1"}, "query", *query)
+        handed = run_oboyu(cannot_run_here(served), "query", *query)
+        assert (handed.returncode, handed.stdout, handed.stderr) == (alone.returncode, alone.stdout, alone.stderr), query
+    assert run_oboyu(served, "query", "zzzz qqqq").returncode == 1
+
+
+def test_what_the_server_cannot_answer_runs_in_the_asking_process(served: dict) -> None:
+    local = cannot_run_here(served)
+    usage = run_oboyu(local, "query", "x", "--json", "--format", "csv")
+    assert usage.returncode == 2 and "--json is --format json" in usage.stderr
+    # no reranker is installed: --rerank asks for one, and only the asker's own process says so
+    asked = run_oboyu(served, "query", "京都", "--rerank")
+    alone = run_oboyu({**served, "OBOYU_NO_HANDOFF": "1"}, "query", "京都", "--rerank")
+    assert (asked.returncode, asked.stdout, asked.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+    other = run_oboyu(local, "query", "京都", "--db", str(Path(served["OBOYU_DB"]).with_name("other.duckdb")))
+    assert other.returncode == 2  # another index: not the server's to answer
+
+
+def test_an_indexer_writes_while_served_and_the_next_query_sees_it(served: dict, tmp_path: Path) -> None:
+    note = tmp_path / "notes" / "garden.md"
+    note.write_text("# 家庭菜園\n\nミニトマトの苗は五月の連休に植える。支柱は百五十センチ。\n", encoding="utf-8")
+    indexed = run_oboyu(served, "index", "-q")
+    assert indexed.returncode == 0, indexed.stderr
+    found = run_oboyu(cannot_run_here(served), "query", "ミニトマトの苗を植える時期", "-k", "1", "--format", "files")
+    assert found.returncode == 0 and found.stdout.strip() == str(note)
+
+
+def test_one_server_an_index_and_a_killed_ones_socket_is_taken_over(server: tuple[dict, subprocess.Popen],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    served, first = server
+    monkeypatch.setenv("XDG_RUNTIME_DIR", served["XDG_RUNTIME_DIR"])
+    second = run_oboyu(served, "serve")
+    assert second.returncode == 2 and "another oboyu process answers for it already" in second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1
+    address = socket_path(Path(served["OBOYU_DB"]))
+    assert address is not None and address.exists() and (address.stat().st_mode & 0o777) == 0o600
+    first.kill()  # SIGKILL: its socket file stays behind
+    first.wait()
+    assert address.exists()
+    assert run_oboyu(cannot_run_here(served), "query", "京都").returncode == 2  # nobody answers: run here, fails
+    replacement = start_server(served)
+    try:
+        assert run_oboyu(cannot_run_here(served), "query", "京都").returncode == 0
+    finally:
+        replacement.send_signal(signal.SIGINT)
+        replacement.wait(timeout=60)
+
+
+def test_the_socket_stays_in_a_private_folder_with_a_path_a_socket_can_have(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = tmp_path / ("deep" * 30)
+    runtime.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    address = socket_path(tmp_path / "index.duckdb", create=True)
+    assert address is not None and len(os.fsencode(address)) <= 100
+    assert (address.parent.stat().st_mode & 0o777) == 0o700 and address.parent.stat().st_uid == os.getuid()
+    short = Path(tempfile.mkdtemp(prefix="oboyu-run-"))
+    try:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(short))
+        (short / "oboyu").mkdir()
+        os.chmod(short / "oboyu", 0o755)  # open to others: nothing is handed off through it
+        assert socket_path(tmp_path / "index.duckdb", create=True) is None
+    finally:
+        shutil.rmtree(short)
