@@ -1,10 +1,9 @@
 """`oboyu serve`: an index held in memory with its model loaded, answering the `oboyu query`
-commands run on the same machine (handoff.py sends them; the app answers them too while it is
-open). A query answered here prints exactly what it would have printed on its own: the same
-options parsed by the same command, the same output written for the asking terminal. What this
-process cannot answer as the command would (an error, --rerank asked of a server without a
-reranker, another settings file, a model still loading) it declines, and the query runs in its
-own process.
+commands run on the same machine (handoff.py sends them). A query answered here prints exactly
+what it would have printed on its own: the same options parsed by the same command, the same
+output written for the asking terminal. What this process cannot answer as the command would
+(an error, --rerank asked of a server without a reranker, another settings file) it declines,
+and the query runs in its own process.
 
 One request a connection on a Unix socket only this user can reach (sockets.socket_path): a JSON
 line asks; a JSON line, then the bytes written to stdout and to stderr, answers. Requests are

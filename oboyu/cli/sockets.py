@@ -1,4 +1,4 @@
-"""Where a warm process holding an index listens (`oboyu serve`, the app), and reading a reply:
+"""Where a warm process holding an index listens (`oboyu serve`), and reading a reply:
 shared by the asking side (handoff.py, which must stay light: the standard library only) and the
 answering side (serving.py)."""
 
