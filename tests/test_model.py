@@ -155,3 +155,11 @@ def test_the_default_model_never_loads_its_tokenizer_json(model_dir: Path, monke
     assert fresh.embed_queries(["ファイルの権限を変更する"]).shape == (1, 384)
     assert fresh.embed_passages(["権限を変更するコマンド。" * 50]).shape == (1, 384)
     assert fresh.count_tokens(["権限"]) == [len(fresh.tokenizer.encode("権限", add_special_tokens=False).ids)]
+
+
+def test_doctor_times_passages_as_long_as_the_indexer_cuts(embedder: Embedder) -> None:
+    from oboyu.documents.chunking import TARGET_TOKENS
+    from oboyu.models.doctor import chunk_sized_passages
+
+    lengths = embedder.count_tokens(chunk_sized_passages(embedder, 4))
+    assert all(TARGET_TOKENS * 0.75 < n <= TARGET_TOKENS for n in lengths), lengths

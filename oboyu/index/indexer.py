@@ -344,7 +344,8 @@ class Indexer:
             return
         if len(waiting) >= BULK_TOKENIZER_PASSAGES and self.workers is None:
             self.embedder.use_bulk_tokenizer()
-        self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} passages "
+        self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} "
+                              f"passage{'' if len(waiting) == 1 else 's'} "
                               "(meaning search reaches each as it is made)")
         started = time.perf_counter()
         done = 0

@@ -60,7 +60,8 @@ def embedded_alone(embedder: Embedder, texts: list[str], failure: Exception) -> 
         known_good = [embedder.passage_text(probe_sentences()[0])]
         if isinstance(attempt(lambda one: embedder.embed_ids(embedder.token_ids(one)), known_good), Exception):
             raise failure
-    _log.warning(f"the model failed on {int(np.isnan(out).any(axis=1).sum())} passages: {type(failure).__name__}: {failure}")
+    failed = int(np.isnan(out).any(axis=1).sum())
+    _log.warning(f"the model failed on {failed} passage{'' if failed == 1 else 's'}: {type(failure).__name__}: {failure}")
     return out
 
 
