@@ -136,3 +136,30 @@ def test_the_socket_stays_in_a_private_folder_with_a_path_a_socket_can_have(tmp_
         assert socket_path(tmp_path / "index.duckdb", create=True) is None
     finally:
         shutil.rmtree(short)
+
+
+def test_the_open_app_answers_queries_on_its_index(tmp_path: Path, oboyu_env: dict, embedder,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from oboyu.tui.app import OboyuApp
+
+    shutil.copytree(EXAMPLE_NOTES, tmp_path / "notes")
+    assert run_oboyu(oboyu_env, "index", str(tmp_path / "notes"), "-q").returncode == 0
+    runtime = Path(tempfile.mkdtemp(prefix="oboyu-run-"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the app runs in this process
+    env = {**oboyu_env, "XDG_RUNTIME_DIR": str(runtime)}
+    alone = run_oboyu({**env, "OBOYU_NO_HANDOFF": "1"}, "query", "カレーの作り方", "--format", "json")
+
+    async def run() -> None:
+        app = OboyuApp(Path(env["OBOYU_DB"]), embedder)
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            handed = run_oboyu(cannot_run_here(env), "query", "カレーの作り方", "--format", "json")
+            assert (handed.returncode, handed.stdout, handed.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+        assert not any(runtime.rglob("*.sock")), "the socket goes with the app"
+
+    try:
+        asyncio.run(run())
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -1,5 +1,6 @@
 """`oboyu serve`: an index held in memory with its model loaded, answering the `oboyu query`
-commands run on the same machine (handoff.py sends them). A query answered here prints exactly
+commands run on the same machine (handoff.py sends them); the app runs a QueryServer too while
+it is open. A query answered here prints exactly
 what it would have printed on its own: the same options parsed by the same command, the same
 output written for the asking terminal. What this process cannot answer as the command would
 (an error, --rerank asked of a server without a reranker, another settings file) it declines,

@@ -57,6 +57,7 @@ class LiveIndex:
         self.resident = ResidentIndex()
         self._seen: tuple | None = None  # file signature when the resident index was last checked
         self._lock = threading.RLock()  # opening connections; the writer's life
+        self._searching = threading.Lock()  # one search at a time: the app's and a handed-off query's
         self._writer: Store | None = None
 
     def exists(self) -> bool:
@@ -126,16 +127,19 @@ class LiveIndex:
                group: bool = True) -> Answer:
         if not self.exists():
             raise OboyuError(f"no index at {self.db_path}; add a folder first")
-        if filters is None or filters.is_empty():
-            fresh = self.refresh()
-            return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker), stale=not fresh)
-        with self.reading() as store:
-            return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
+        with self._searching:
+            if filters is None or filters.is_empty():
+                fresh = self.refresh()
+                return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker),
+                              stale=not fresh)
+            with self.reading() as store:
+                return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
 
     def coverage(self) -> tuple[int, int]:
         """(passages with a vector, passages), from memory."""
-        self.refresh()
-        return int(self.resident.has_vector.sum()), len(self.resident.has_vector)
+        with self._searching:
+            self.refresh()
+            return int(self.resident.has_vector.sum()), len(self.resident.has_vector)
 
     def file_roots(self) -> Mapping[str, str]:
         """Indexed file (as the system names it) -> its indexed folder, from memory when the

@@ -21,6 +21,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList
 
+from oboyu.cli.serving import QueryServer
 from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
@@ -84,6 +85,7 @@ class OboyuApp(IndexingApp):
         self.memory = AppMemory(db_path)
         self._history_at: int | None = None  # the history entry the box shows, while it is unchanged
         self.typed = ""  # what the search box holds
+        self.queries_served = QueryServer(self.live)  # started on mount
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -114,6 +116,7 @@ class OboyuApp(IndexingApp):
         if not self.model_ready.is_set():
             self.load_model()
         self.refresh_summary()
+        self.serve_queries()
         if settings().restore_last_search:
             self.restore_last_search()
 
@@ -131,6 +134,14 @@ class OboyuApp(IndexingApp):
         self._searches.stop()
         self._index_stop.set()
         self.remember_last_search()
+        self.queries_served.close()
+
+    def serve_queries(self) -> None:
+        """`oboyu query` on this index is answered here while the app is open (cli/serving.py),
+        unless `oboyu serve` answers for it already."""
+        self.queries_served.close()
+        self.queries_served = QueryServer(self.live)
+        self.queries_served.start()
 
     def remember_last_search(self) -> None:
         """The query in the box counts as a search made; it and the mode are kept for the next start."""
@@ -154,6 +165,7 @@ class OboyuApp(IndexingApp):
             self.memory = AppMemory(path)
         super().watch_db_path(path)
         self._searches.live = self.live
+        self.serve_queries()
         self.shown = None
         self.search_now()
 
