@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +164,28 @@ def test_the_open_app_answers_queries_on_its_index(tmp_path: Path, oboyu_env: di
         asyncio.run(run())
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_running_mcp_server_answers_queries_on_its_index(tmp_path: Path, oboyu_env: dict) -> None:
+    shutil.copytree(EXAMPLE_NOTES, tmp_path / "notes")
+    runtime = Path(tempfile.mkdtemp(prefix="oboyu-run-"))
+    env = {**oboyu_env, "XDG_RUNTIME_DIR": str(runtime)}
+    assert run_oboyu(env, "index", str(tmp_path / "notes"), "-q").returncode == 0
+    alone = run_oboyu({**env, "OBOYU_NO_HANDOFF": "1"}, "query", "release the wheel")
+    mcp = subprocess.Popen([sys.executable, "-m", "oboyu.cli", "mcp"], env=env, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):  # the model loads, then the socket appears
+            if any(runtime.rglob("*.sock")) or mcp.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert any(runtime.rglob("*.sock")), mcp.stderr.read() if mcp.poll() is not None else "no socket"
+        handed = run_oboyu(cannot_run_here(env), "query", "release the wheel")
+        assert (handed.returncode, handed.stdout, handed.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+    finally:
+        mcp.stdin.close()  # the MCP client goes away: the server ends, and its socket with it
+        mcp.wait(timeout=60)
+        mcp.stdout.close()
+        mcp.stderr.close()
+    assert not any(runtime.rglob("*")), "nothing left in the runtime folder"
+    shutil.rmtree(runtime, ignore_errors=True)

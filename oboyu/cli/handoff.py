@@ -1,6 +1,6 @@
 """The `oboyu` command's first step: hand `oboyu query` to a warm process when one holds the index.
 
-`oboyu serve`, and the app while it is open, keep an index in memory with its model loaded and
+`oboyu serve`, and the app or the MCP server while they run, keep an index in memory with its model loaded and
 listen on a Unix socket named after the index file, in a folder only this user can enter. A
 query that finds the socket sends its arguments there and prints the answer it gets back, byte
 for byte what it would have printed itself, in milliseconds rather than the second a cold start

@@ -1,6 +1,6 @@
 """`oboyu serve`: an index held in memory with its model loaded, answering the `oboyu query`
-commands run on the same machine (handoff.py sends them); the app runs a QueryServer too while
-it is open. A query answered here prints exactly
+commands run on the same machine (handoff.py sends them); the app and the MCP server run a
+QueryServer too while they run. A query answered here prints exactly
 what it would have printed on its own: the same options parsed by the same command, the same
 output written for the asking terminal. What this process cannot answer as the command would
 (an error, --rerank asked of a server without a reranker, another settings file) it declines,
@@ -87,6 +87,7 @@ class QueryServer:
             if self.address is not None:
                 with contextlib.suppress(OSError):
                     self.address.unlink()
+                    self.address.parent.rmdir()  # when no other index is served: nothing left behind
 
     def _serve(self) -> None:
         while (listener := self._listener) is not None:

@@ -420,9 +420,18 @@ def http_security(port: int):
 
 
 def serve(tools: OboyuTools, http: bool = False, port: int = 8765) -> None:
+    """Serve the tools; meanwhile `oboyu query` on the index is answered from this process too
+    (cli/serving.py: a Unix socket, never stdout, which is the MCP channel)."""
+    from oboyu.cli.serving import QueryServer
+
     server = build_server(tools)
-    if http:
-        server.run("streamable-http", host="127.0.0.1", port=port, transport_security=http_security(port),
-                   max_request_body_size=MAX_HTTP_BODY)
-    else:
-        server.run("stdio")
+    queries = QueryServer(tools.live)
+    queries.start()
+    try:
+        if http:
+            server.run("streamable-http", host="127.0.0.1", port=port, transport_security=http_security(port),
+                       max_request_body_size=MAX_HTTP_BODY)
+        else:
+            server.run("stdio")
+    finally:
+        queries.close()
