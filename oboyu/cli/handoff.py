@@ -1,10 +1,10 @@
 """The `oboyu` command's first step: hand `oboyu query` to a warm process when one holds the index.
 
-`oboyu serve`, and the app or the MCP server while they run, keep an index in memory with its model loaded and
-listen on a Unix socket named after the index file, in a folder only this user can enter. A
-query that finds the socket sends its arguments there and prints the answer it gets back, byte
-for byte what it would have printed itself, in milliseconds rather than the second a cold start
-takes (loading the model, reading the index). Anything the warm process does not answer itself
+`oboyu serve`, and the app or the MCP server while they run, keep an index in memory with its
+model loaded and listen on a Unix socket named after the index file, in a folder only this user
+can enter. A query that finds the socket sends its arguments there and prints the answer it gets
+back, byte for byte what it would have printed itself, in milliseconds rather than the second a
+cold start takes (loading the model, reading the index). Anything the warm process does not answer itself
 (an error, an option it cannot honour, no process at all) runs here as usual, so the output never
 depends on whether a server was running.
 
