@@ -189,3 +189,22 @@ def test_a_running_mcp_server_answers_queries_on_its_index(tmp_path: Path, oboyu
         mcp.stderr.close()
     assert not any(runtime.rglob("*")), "nothing left in the runtime folder"
     shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_failure_while_answering_declines_and_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import oboyu.cli.serving as serving
+    from oboyu.search.live import LiveIndex
+
+    called = []
+
+    def broken(*args, **kwargs):
+        called.append(args)
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(serving, "answer_warm", broken)
+    monkeypatch.delenv("OBOYU_CONFIG", raising=False)
+    server = serving.QueryServer(LiveIndex(tmp_path / "index.duckdb"))
+    request = {"argv": ["京都", "--mode", "keyword"], "cwd": str(tmp_path), "env": {}}
+    assert server._answer_safely(request) is None  # the asker runs it, and says what went wrong
+    assert called and capfd.readouterr() == ("", "")

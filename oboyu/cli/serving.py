@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import socket
 import threading
@@ -32,6 +33,8 @@ from oboyu.errors import OboyuError
 from oboyu.paths import config_file
 from oboyu.search.live import LiveIndex
 from oboyu.text import visible
+
+log = logging.getLogger(__name__)
 
 REQUEST_BYTES = 1 << 20  # a query's arguments; more is not a query
 
@@ -104,7 +107,7 @@ class QueryServer:
                 raw = receive_all(connection)
                 request = json.loads(raw.decode("utf-8", "surrogateescape")) if len(raw) <= REQUEST_BYTES else None
                 with self._answering:
-                    answer = self.answer(request) if isinstance(request, dict) else None
+                    answer = self._answer_safely(request) if isinstance(request, dict) else None
                 if answer is None:
                     connection.sendall(b'{"handled": false}\n')
                     return
@@ -113,6 +116,15 @@ class QueryServer:
                 connection.sendall(json.dumps(head).encode("utf-8") + b"\n" + stdout + stderr)
             except (OSError, ValueError):
                 pass  # the asker went away, or sent no request: nothing to answer
+
+    def _answer_safely(self, request: dict[str, Any]) -> tuple[int, bytes, bytes] | None:
+        """`answer`, any failure of it a declined request: the query runs, and says what went
+        wrong, in the asker's process; nothing is printed here (in the app, stderr is the screen)."""
+        try:
+            return self.answer(request)
+        except Exception:
+            log.debug("declined a handed-off query", exc_info=True)
+            return None
 
     def answer(self, request: dict[str, Any]) -> tuple[int, bytes, bytes] | None:
         """Run the query command for `request`: its exit code and what it wrote to stdout and
