@@ -63,7 +63,8 @@ def query(text: str | None, db: Path | None, k: int | None, output_format: str |
     Each result's score is its confidence: the estimated probability that it is what you asked
     for. Results under the weak-match line are left out unless --all; when none is left, oboyu
     says "no good match" (exit 1). On a terminal, each path is a link to its file. While `oboyu
-    serve` holds this index, the query is answered there, warm, with the same output."""
+    serve`, the app or `oboyu mcp` holds this index, the query is answered there, warm, with the
+    same output."""
     from oboyu.models.loading import load_embedder, load_reranker
 
     if (text is None) == (not from_stdin):
@@ -146,8 +147,8 @@ def answer_once(asked: Asked, path: Path, rerank: bool | None, out: TextIO, err:
 
 
 def answer_warm(asked: Asked, live: LiveIndex, out: TextIO, err: TextIO, env: Mapping[str, str]) -> int:
-    """Answer from an index held in memory with its model loaded (`oboyu serve`); the same
-    output as answer_once."""
+    """Answer from an index held in memory with its model loaded (`oboyu serve`, the app, `oboyu
+    mcp`); the same output as answer_once."""
     filters = None
     if not asked.is_plain:  # a plain query never opens the file: the index in memory answers it
         with live.reading() as store:
