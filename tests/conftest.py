@@ -35,25 +35,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         return
+    run_folder = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    ensure_default_model(root=shared_cache(run_folder) / "models")
+
+
+def shared_cache(run_folder: Path) -> Path:
+    """The run's model cache: OBOYU_TEST_CACHE (reused across runs), else `cache` in the run's
+    folder (the controller's basetemp, above each worker's)."""
     reuse = os.environ.get("OBOYU_TEST_CACHE")
-    shared = Path(reuse) if reuse else config._tmp_path_factory.getbasetemp() / "cache"  # type: ignore[attr-defined]
+    shared = Path(reuse) if reuse else run_folder / "cache"
     shared.mkdir(parents=True, exist_ok=True)
-    ensure_default_model(root=shared / "models")
+    return shared
 
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model cache for the whole session, shared by pytest-xdist's workers (the controller builds
-    the default model in it before they start: pytest_sessionstart); OBOYU_TEST_CACHE reuses one
-    across runs."""
-    reuse = os.environ.get("OBOYU_TEST_CACHE")
-    if reuse:
-        return Path(reuse)
-    if "PYTEST_XDIST_WORKER" not in os.environ:
+    the default model in it before they start: pytest_sessionstart)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and not os.environ.get("OBOYU_TEST_CACHE"):
         return tmp_path_factory.mktemp("cache")
-    shared = tmp_path_factory.getbasetemp().parent / "cache"  # the run's folder, above each worker's
-    shared.mkdir(exist_ok=True)
-    return shared
+    return shared_cache(tmp_path_factory.getbasetemp().parent)
 
 
 @pytest.fixture(scope="session", autouse=True)
