@@ -160,6 +160,8 @@ def test_selected_results_open_together_recent_reopens_and_history_returns_in_tm
         runs = wait_for_file(opened, tmux, "the recent document never opened", lines=2)
         assert runs[1].split() == ["+1", str(home / "notes" / "home" / "curry.txt")]
         assert second != runs[1].split()[1]
+        # back from the editor (a key sent while the terminal is still handed over is lost)
+        tmux.wait_for("2 selected", timeout=30)
         quit_app(tmux, exit_file)
         subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True)
 
