@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import os
+import signal
 import socket
 import threading
 from pathlib import Path
@@ -213,6 +214,7 @@ def serve(db: Path | None, rerank: bool | None) -> None:
         raise OboyuError(f"cannot serve {path}: another oboyu process answers for it already, or there is no "
                          "private folder for its socket here")
     click.echo(visible(f"oboyu: serving {path}; `oboyu query` answers from here (Ctrl+C stops)"), err=True)
+    signal.signal(signal.SIGTERM, _stop)  # as Ctrl+C: a service manager's stop removes the socket too
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -220,3 +222,7 @@ def serve(db: Path | None, rerank: bool | None) -> None:
     finally:
         server.close()
     click.echo("oboyu: stopped", err=True)
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
