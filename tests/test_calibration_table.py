@@ -52,7 +52,7 @@ def test_the_calibration_build_writes_the_shipped_file_as_it_stands() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("spoil", ["unrounded", "mode missing", "words_only stale", "layout"])
+@pytest.mark.parametrize("spoil", ["unrounded", "mode missing", "hide missing", "words_only stale", "layout"])
 def test_the_check_finds_a_table_the_build_would_not_write(table: dict, tmp_path: Path, spoil: str) -> None:
     spoilt = json.loads(json.dumps(table))
     fitted = next(iter(spoilt["models"].values()))
@@ -60,6 +60,8 @@ def test_the_check_finds_a_table_the_build_would_not_write(table: dict, tmp_path
         fitted["hybrid"]["weights"][0] += 1e-9
     elif spoil == "mode missing":
         del fitted["vector"]
+    elif spoil == "hide missing":
+        del fitted["keyword"]["hide"]
     elif spoil == "words_only stale":
         spoilt["words_only"]["bias"] += 1.0
     text = json.dumps(spoilt, indent=2 if spoil == "layout" else 1) + "\n"
@@ -78,7 +80,8 @@ def test_every_mode_the_search_offers_has_a_model_of_the_right_shape(table: dict
         assert len(entry["weights"]) == len(entry["features"]), (key, mode)
         assert all(isinstance(w, float) and math.isfinite(w) for w in entry["weights"]), (key, mode)
         assert isinstance(entry["bias"], float) and math.isfinite(entry["bias"]), (key, mode)
-        assert 0.0 < entry["threshold"] < 1.0, (key, mode)  # a weak-match line that can be crossed both ways
+        assert 0.0 < entry["threshold"] < 1.0, (key, mode)  # a good-match line that can be crossed both ways
+        assert 0.0 < entry["hide"] <= entry["threshold"], (key, mode)  # beside a good match, fewer are left out
 
 
 def test_words_only_is_the_default_models_keyword_fit(table: dict, default_key: str) -> None:
@@ -100,7 +103,7 @@ def test_every_build_of_the_default_model_on_either_engine_is_judged_by_the_tabl
     the confidence code accepts any build of a fitted model, on onnxruntime or OpenVINO."""
     key = default_key
     entry = table["models"][key][mode]
-    fitted = Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])
+    fitted = Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"])
     for model_id in (key, f"{key}+openvino", f"{DEFAULT_MODEL}@000000000000", f"{DEFAULT_MODEL}@000000000000+openvino"):
         assert model_for(model_id, mode) == fitted, model_id
 

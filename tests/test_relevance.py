@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,12 @@ from conftest import EXAMPLE_NOTES, run_oboyu
 from oboyu.documents.keywords import match_spans, term_counts, words
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
 from oboyu.modes import Mode
+from oboyu.search import query as query_module
 from oboyu.search.confidence import FEATURES, model_for
+from oboyu.search.query import search
+from oboyu.search.rankers import SqlRanker
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
 
@@ -120,6 +125,37 @@ def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -
     assert done.returncode == 0, done.stderr
     hybrid = next(s for s in json.loads(done.stdout) if s["mode"] == "hybrid")
     assert hybrid["absent_no_match"] == 1.0 and hybrid["present_no_match"] == 0.0 and hybrid["recall_at_1"] == 1.0
+    assert hybrid["shown_at_10"] == 1.0  # the right file is among what a person is shown
+
+
+def test_beside_a_good_match_only_results_under_the_hide_line_are_left_out(
+        tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two lines through a real search: the same results, judged by lines placed between
+    their confidences. The threshold decides whether the query has a good match; beside one, only
+    what falls under the hide line is weak."""
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
+    fitted = model_for(embedder.info.model_id, Mode.HYBRID)
+    with Store(db, read_only=True) as store:
+        def weak_marks(threshold: float, hide: float) -> list[bool]:
+            judge = replace(fitted, threshold=threshold, hide=hide)
+            monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+            return [r.weak for r in search(SqlRanker(store), embedder, "カレーの作り方", 5)]
+
+        first = search(SqlRanker(store), embedder, "カレーの作り方", 5)
+        confidences = sorted({r.confidence for r in first}, reverse=True)
+        assert len(confidences) >= 3, confidences
+        top, second = confidences[0], confidences[1]
+        between = (top + second) / 2
+        # a good match (the best reaches the threshold): the second best is shown though under it
+        beside_good = weak_marks(between, second / 2)
+        assert beside_good == [r.confidence < second / 2 for r in first]
+        assert beside_good.count(False) >= 2
+        # the same hide line, but no result reaches the threshold: every one is weak
+        assert weak_marks(min(1.0, top * 2), second / 2) == [True] * len(first)
+        # one line (hide at the threshold), as before the lower line: only the best is shown
+        assert weak_marks(between, between) == [r.confidence < between for r in first]
+        assert weak_marks(between, between).count(False) == 1
 
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:

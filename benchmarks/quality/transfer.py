@@ -1,20 +1,20 @@
 """Does the confidence hold on collections it was not fitted on? Out-of-fold figures for the
 weak-match line and "no good match", on every development collection.
 
-Collections: the three sets in ../shared/eval/dev (personal, debian-reference, manpages-ja), the
-five Debian documentation sets in eval/debian-docs (known-item: section heading -> section) and
-the three everyday folders in eval/everyday (a person's notes, with answerable, near-topic and
-off-topic questions). Each is indexed once into --db-dir (transfer-NAME.duckdb, reused).
+Collections: every development collection (benchmarks/collections.py), each indexed once into
+--db-dir (transfer-NAME.duckdb, reused).
 
-For each collection it reports, in one mode, two models side by side:
-  shipped      the table in oboyu/search/calibration.json (fitted on the dev sets: in-sample
-               there, out-of-sample on every other collection)
-  out-of-fold  the same fit (scripts/calibrate.py's logistic model and threshold rule) made on
-               every other collection, judged on this one (leave one collection out)
-  two lines    with a second, lower line: a query whose best result reaches the threshold shows
-               every result above the lower line, the highest under which at most 1% of each
-               fitting collection's right answers (top 10) fall (for the shipped model: fitted on
-               the three dev sets, so out-of-sample on the other eight)
+For each collection it reports, in one mode:
+  shipped                 the table in oboyu/search/calibration.json with one line: every result
+                          under the threshold left out (as before the hide line)
+  shipped, two lines      its weights and threshold (fitted on the dev sets: in-sample there,
+                          out-of-sample on the other eight) with the hide line refitted on every
+                          other collection, as scripts/calibrate.py fits it: the highest under
+                          which at most 1% of each collection's right answers (top 10, beside a
+                          good match) fall; a result beside a good match is left out only under it
+  out-of-fold             the weights and threshold too refitted on every other collection
+                          (calibrate.py's logistic model and threshold rule), one line
+  out-of-fold, two lines  the same with its hide line
 and for each: the share of answerable queries whose right file is among the top 10 (`--all`)
 and among the results shown by default (not weak), the share told "no good match", and the
 share of near-topic and off-topic questions told "no good match" (caught).
@@ -24,38 +24,23 @@ share of near-topic and off-topic questions told "no good match" (caught).
 
 from __future__ import annotations
 
-import gzip
-import json
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import DEV, ROOT, parser, table, write_json
+from benchmarks.collections import Collection, collections, index_of
+from benchmarks.harness import parser, table, write_json
 from oboyu.index.store import Store
 from oboyu.modes import Mode
-from oboyu.progress import ProgressLine
 from oboyu.search.confidence import FEATURES, Evidence, Model, model_for
-from oboyu.search.evaluate import Query, doc_file_name, index_corpus, read_jsonl
 from oboyu.search.query import search
 from oboyu.search.resident import ResidentIndex
-from scripts.calibrate import MAX_PRESENT_FLAGGED, fit_logistic
+from scripts.calibrate import MAX_PRESENT_FLAGGED, choose_hide, fit_logistic
 
-EVAL = ROOT / "eval"
-DEV_SETS = ("personal", "debian-reference", "manpages-ja")  # what the shipped table was fitted on
 TOP = 10
-
-
-@dataclass
-class Collection:
-    name: str
-    docs: dict[str, str]  # id -> text
-    answerable: list[Query]
-    near: list[Query] = field(default_factory=list)
-    off: list[Query] = field(default_factory=list)
-    file_name: Callable[[str], str] = doc_file_name  # a document's file, relative to the folder
 
 
 @dataclass
@@ -66,44 +51,6 @@ class Asked:
     kind: str  # answerable | near | off
     right: list[bool]
     evidence: list[Evidence]
-
-
-def _queries(path: Path) -> list[Query]:
-    return [Query(str(r.get("id")), r["query"], frozenset({r["relevant_doc_id"]} if r.get("relevant_doc_id") else ()))
-            for r in read_jsonl(path)] if path.exists() else []
-
-
-def collections() -> list[Collection]:
-    out = []
-    for name in DEV_SETS:
-        docs = {str(d["id"]): d["text"] for d in read_jsonl(DEV / name / "docs.jsonl.gz")}
-        out.append(Collection(name, docs, _queries(DEV / name / "queries.jsonl"), off=_queries(DEV / name / "absent.jsonl")))
-    for folder in sorted(p for p in (EVAL / "debian-docs").iterdir() if p.is_dir()):
-        docs = {str(d["id"]): d["text"] for d in read_jsonl(folder / "docs.jsonl.gz")}
-        out.append(Collection(folder.name, docs, _queries(folder / "queries.jsonl")))
-    with gzip.open(EVAL / "everyday" / "docs.jsonl.gz", "rt", encoding="utf-8") as handle:
-        notes = [json.loads(line) for line in handle]
-    for person in sorted({n["folder"] for n in notes}):
-        def mine(path: Path, person: str = person) -> list[Query]:
-            return [q for q, row in zip(_queries(path), read_jsonl(path)) if row["folder"] == person]
-
-        docs = {n["id"]: n["text"] for n in notes if n["folder"] == person}
-        out.append(Collection(f"everyday-{person}", docs, mine(EVAL / "everyday" / "queries.jsonl"),
-                              mine(EVAL / "everyday" / "near.jsonl"), mine(EVAL / "everyday" / "off.jsonl"),
-                              file_name=lambda doc_id: doc_id))  # the notes keep their folders and names
-    return out
-
-
-def index_of(collection: Collection, db_dir: Path, embedder) -> Path:
-    db = db_dir / f"transfer-{collection.name}.duckdb"
-    if not db.exists():
-        with tempfile.TemporaryDirectory() as folder, Store(db) as store:
-            for doc_id, text in collection.docs.items():
-                path = Path(folder) / "docs" / collection.file_name(doc_id)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-            index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
-    return db
 
 
 def asked(collection: Collection, db: Path, embedder, mode: Mode) -> list[Asked]:
@@ -130,42 +77,41 @@ def fit(examples: list[Asked], mode: Mode) -> Model:
     x = np.array([[getattr(e, f) for f in FEATURES[mode]] for _, e, _ in rows])
     y = np.array([r for _, _, r in rows], dtype=float)
     weights, bias = fit_logistic(x, y, np.array([len(rows) / (len(names) * counts[c]) for c, _, _ in rows]))
-    draft = Model(FEATURES[mode], tuple(float(w) for w in weights), bias, 0.0)
+    draft = Model(FEATURES[mode], tuple(float(w) for w in weights), bias, 0.0, 0.0)
     limits = []
     for name in names:
         best = sorted(_best(draft, a) for a in examples if a.collection == name and a.kind == "answerable")
         if best:
             limits.append(best[int(MAX_PRESENT_FLAGGED * len(best))])
-    return Model(draft.features, draft.weights, draft.bias, min(limits) if limits else 0.0)
+    threshold = min(limits) if limits else 0.0
+    one_line = Model(draft.features, draft.weights, draft.bias, threshold, threshold)
+    return replace(one_line, hide=hide_line(examples, one_line))
 
 
 def hide_line(examples: list[Asked], model: Model) -> float:
-    """The line under which a result is left out of a query that has a good match: the highest
-    that leaves out at most 1% of each collection's right answers among the top 10."""
-    limits = []
-    for name in sorted({a.collection for a in examples}):
-        right = sorted(model.probability(e) for a in examples if a.collection == name and a.kind == "answerable"
-                       for e, r in zip(a.evidence, a.right) if r)
-        if right:
-            limits.append(right[int(MAX_PRESENT_FLAGGED * len(right))])
-    return min([*limits, model.threshold])
+    """calibrate.py's hide line for these questions: the highest that leaves out at most 1% of
+    each collection's right answers among the top 10 of its queries with a good match."""
+    right: dict[str, list[float]] = {}
+    for a in examples:
+        if a.kind == "answerable" and _best(model, a) >= model.threshold:
+            right.setdefault(a.collection, []).extend(model.probability(e) for e, r in zip(a.evidence, a.right) if r)
+    return choose_hide(right, model.threshold)
 
 
 def _best(model: Model, question: Asked) -> float:
     return max((model.probability(e) for e in question.evidence), default=0.0)
 
 
-def judged(model: Model, questions: list[Asked], hide: float | None = None) -> dict[str, float | None]:
+def judged(model: Model, questions: list[Asked]) -> dict[str, float | None]:
     """The figures of one collection under one model (shares, 0-1; None where there is no such
-    question). A result is shown when it reaches the threshold, or (with `hide`) reaches `hide` in
-    a query whose best result reaches the threshold."""
+    question), a result shown as the search shows it (`Model.weak`)."""
     def share(kind: str, test: Callable[[Asked], bool]) -> float | None:
         chosen = [a for a in questions if a.kind == kind]
         return sum(map(test, chosen)) / len(chosen) if chosen else None
 
     def shown(a: Asked) -> bool:
-        line = model.threshold if hide is None or _best(model, a) < model.threshold else hide
-        return any(r and model.probability(e) >= line for e, r in zip(a.evidence, a.right))
+        good = _best(model, a) >= model.threshold
+        return any(r and not model.weak(model.probability(e), good) for e, r in zip(a.evidence, a.right))
 
     def flagged(a: Asked) -> bool:
         return _best(model, a) < model.threshold
@@ -173,6 +119,11 @@ def judged(model: Model, questions: list[Asked], hide: float | None = None) -> d
     return {"found_all": share("answerable", lambda a: any(a.right)), "found_shown": share("answerable", shown),
             "answerable_flagged": share("answerable", flagged), "near_caught": share("near", flagged),
             "off_caught": share("off", flagged)}
+
+
+def one_line(model: Model) -> Model:
+    """The model as it was before the hide line: every result under the threshold left out."""
+    return replace(model, hide=model.threshold)
 
 
 def percent(value: float | None) -> str:
@@ -192,18 +143,17 @@ def main() -> None:
     every = collections()
     questions = {c.name: asked(c, index_of(c, args.db_dir, embedder), embedder, mode) for c in every}
     shipped = model_for(embedder.info.model_id, mode)
-    # the lower line for the shipped model, fitted on the sets the shipped table was fitted on
-    shipped_hide = hide_line([a for name in DEV_SETS for a in questions[name]], shipped)
     rows, figures = [], {}
     for name, own in questions.items():
         others = [a for other, qs in questions.items() if other != name for a in qs]
         out_of_fold = fit(others, mode)
-        hide = hide_line(others, out_of_fold)
-        figures[name] = {"shipped": judged(shipped, own), "shipped_two_lines": judged(shipped, own, shipped_hide),
-                         "out_of_fold": judged(out_of_fold, own),
-                         "out_of_fold_two_lines": judged(out_of_fold, own, hide),
-                         "threshold_out_of_fold": out_of_fold.threshold, "hide_out_of_fold": hide,
-                         "threshold_shipped": shipped.threshold, "hide_shipped": shipped_hide}
+        shipped_hide = hide_line(others, shipped)
+        figures[name] = {"shipped": judged(one_line(shipped), own),
+                         "shipped_two_lines": judged(replace(shipped, hide=shipped_hide), own),
+                         "out_of_fold": judged(one_line(out_of_fold), own), "out_of_fold_two_lines": judged(out_of_fold, own),
+                         "threshold_out_of_fold": out_of_fold.threshold, "hide_out_of_fold": out_of_fold.hide,
+                         "threshold_shipped": shipped.threshold, "hide_shipped_out_of_fold": shipped_hide,
+                         "hide_shipped": shipped.hide}
         for label, got in (("shipped", figures[name]["shipped"]), ("shipped, two lines", figures[name]["shipped_two_lines"]),
                            ("out-of-fold", figures[name]["out_of_fold"]),
                            ("out-of-fold, two lines", figures[name]["out_of_fold_two_lines"])):

@@ -61,8 +61,8 @@ def query(text: str | None, db: Path | None, k: int | None, output_format: str |
     """Search the index.
 
     Each result's score is its confidence: the estimated probability that it is what you asked
-    for. Results under the weak-match line are left out unless --all; when none is left, oboyu
-    says "no good match" (exit 1). On a terminal, each path is a link to its file. While `oboyu
+    for. Weak matches are left out unless --all (beside a good match, only those far under it);
+    when none is left, oboyu says "no good match" (exit 1). On a terminal, each path is a link to its file. While `oboyu
     serve`, the app or `oboyu mcp` holds this index, the query is answered there, warm, with the
     same output."""
     from oboyu.models.loading import load_embedder, load_reranker
@@ -264,10 +264,10 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
         click.echo(json.dumps([dataclasses.asdict(s) for s in scores], indent=2))
         return
     click.echo(f"{'mode':<8} {'queries':>7} {'R@1':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8} {'p50 ms':>7} {'p95 ms':>7}"
-               f" {'no match':>8}" + (f" {'absent caught':>13}" if absent is not None else ""))
+               f" {'shown@10':>8} {'no match':>8}" + (f" {'absent caught':>13}" if absent is not None else ""))
     for s in scores:
         click.echo(
             f"{s.mode:<8} {s.queries:>7} {s.recall_at_1:6.3f} {s.recall_at_10:6.3f} {s.mrr_at_10:7.3f} "
-            f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f} {s.present_no_match:8.1%}"
+            f"{s.ndcg_at_10:8.3f} {s.latency_p50_ms:7.1f} {s.latency_p95_ms:7.1f} {s.shown_at_10:8.3f} {s.present_no_match:8.1%}"
             + (f" {s.absent_no_match:13.1%}" if s.absent_no_match is not None else "")
         )

@@ -9,11 +9,15 @@ ordinary, nor a large index's crowd of near neighbours make every match look wea
 the other files (a right answer usually leads them by a clear margin, a question the folder cannot
 answer finds several files about as alike; in keyword mode the lead in BM25); and the share of the
 query's words the passage holds (title and heading included). A logistic model per embedding
-model and mode turns that into a probability; its weights and the weak-match threshold come from
+model and mode turns that into a probability; its weights and two lines come from
 `scripts/calibrate.py`, fitted on the development sets, and live in `calibration.json` beside
-this module. A model without a fitted table is judged by its words alone (the keyword table,
-which does not depend on the model), and in vector and hybrid mode nothing is called weak: its
-cosines say nothing we have measured.
+this module. The threshold says whether a query has a good match at all ("no good match" when
+none of its results reaches it); where one does, only results under the lower hide line are
+weak: a second right answer, or the right one ranked under a confident wrong one, looks less sure
+than a lone answer does, and hiding it at the threshold hid right answers on collections the
+table was not fitted on (docs/relevance.md). A model without a fitted table is judged by its words
+alone (the keyword table, which does not depend on the model), and in vector and hybrid mode
+nothing is called weak: its cosines say nothing we have measured.
 """
 
 from __future__ import annotations
@@ -55,11 +59,17 @@ class Model:
     features: tuple[str, ...]  # the Evidence fields it reads, in the weights' order
     weights: tuple[float, ...]
     bias: float
-    threshold: float  # below it, a weak match
+    threshold: float  # a good match reaches it; a query with none gets "no good match"
+    hide: float  # beside a good match, a result under this line is a weak one (at most the threshold)
 
     def probability(self, evidence: Evidence) -> float:
         z = self.bias + sum(w * getattr(evidence, name) for w, name in zip(self.weights, self.features, strict=True))
         return 1 / (1 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def weak(self, confidence: float, good_match: bool) -> bool:
+        """Whether a result of this confidence is left out by default, in a query that has (or has
+        not) a good match."""
+        return confidence < (self.hide if good_match else self.threshold)
 
 
 @functools.cache
@@ -98,8 +108,10 @@ def model_for(model_id: str | None, mode: Mode) -> Model:
     table = _table()
     entry = table.get("models", {}).get(_calibrated_as(model_id), {}).get(mode)
     if entry is None:
-        entry = dict(table["words_only"], threshold=table["words_only"]["threshold"] if mode == Mode.KEYWORD else 0.0)
-    return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"])
+        entry = dict(table["words_only"])
+        if mode != Mode.KEYWORD:
+            entry.update(threshold=0.0, hide=0.0)
+    return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"])
 
 
 def blended_spread(spread: tuple[float, float, int], reference: tuple[float, float] | None) -> tuple[float, float]:

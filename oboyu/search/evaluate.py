@@ -47,6 +47,7 @@ class ModeScores:
     latency_p50_ms: float
     latency_p95_ms: float
     present_no_match: float = 0.0  # share of the queries answered "no good match" (wrongly)
+    shown_at_10: float = 0.0  # Recall@10 among the results shown by default (weak ones left out), as a person sees them
     absent_no_match: float | None = None  # share of the absent questions answered so (rightly); None: none given
 
 
@@ -115,7 +116,7 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
     resident = ResidentIndex().refresh(store)
     out = []
     for mode in modes:
-        hits1 = hits10 = 0.0
+        hits1 = hits10 = shown10 = 0.0
         mrr = ndcg = 0.0
         latencies = []
         no_match = 0
@@ -126,6 +127,7 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
             no_match += all(r.weak for r in results)
             ranked = [doc_id_of(r.path) for r in results]
             found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]
+            shown10 += len({doc for doc, r in zip(ranked, results) if doc in q.relevant and not r.weak}) / len(q.relevant)
             hits1 += 1.0 if found and found[0] == 1 else 0.0
             hits10 += len(found) / len(q.relevant)
             mrr += 1 / found[0] if found else 0.0
@@ -140,7 +142,7 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
                 mode, len(queries), hits1 / n, hits10 / n, mrr / n, ndcg / n,
                 statistics.median(latencies) * 1000 if latencies else 0.0,
                 p95(latencies) * 1000 if latencies else 0.0,
-                no_match / n, caught,
+                no_match / n, shown10 / n, caught,
             )
         )
     return out

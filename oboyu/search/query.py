@@ -70,7 +70,7 @@ class Result:
     page_start: int | None = None  # the parts of the passage: pages, slides, rows, ... (`part`)
     page_end: int | None = None
     file_type: str = ""
-    weak: bool = False  # its confidence is under the weak-match threshold
+    weak: bool = False  # left out by default: under the threshold, or beside a good match under the hide line
     evidence: dict[str, float] = field(default_factory=dict)  # what the confidence was computed from
     ranking_score: float = 0.0  # what orders the results: the mode's score (hybrid: fusion plus a share of the confidence); JSON `fused`
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
@@ -159,6 +159,7 @@ def search(
     leg_scores = {leg: {key[leg](cid): score for cid, score in ranking} for leg, ranking in legs.items()}
     judges = {cid: by_keyword if cid in waiting else judge for cid, _ in chosen}
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
+    good_match = any(confidences[cid] >= judges[cid].threshold for cid, _ in chosen)
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = with_confidence(chosen, confidences)
     results = []
@@ -177,7 +178,7 @@ def search(
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type, weak=confidence < judges[cid].threshold,
+                file_type=hit.file_type, weak=judges[cid].weak(confidence, good_match),
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
                 folder=folder.name if folder else None, folder_description=folder.description if folder else None,

@@ -1,0 +1,72 @@
+"""Every development collection, as the relevance benchmarks and the calibration build ask them:
+the three sets in ../shared/eval/dev (personal, debian-reference, manpages-ja), the five Debian
+documentation sets in eval/debian-docs (known-item: section heading -> section) and the three
+everyday folders in eval/everyday (a person's notes, with answerable, near-topic and off-topic
+questions). Each is indexed once into a folder of indexes (transfer-NAME.duckdb, reused)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.harness import DEV, ROOT
+from oboyu.index.store import Store
+from oboyu.progress import ProgressLine
+from oboyu.search.evaluate import Query, doc_file_name, index_corpus, read_jsonl
+
+EVAL = ROOT / "eval"
+DEV_SETS = ("personal", "debian-reference", "manpages-ja")  # what the shipped weights were fitted on
+
+
+@dataclass
+class Collection:
+    name: str
+    docs: dict[str, str]  # id -> text
+    answerable: list[Query]
+    near: list[Query] = field(default_factory=list)
+    off: list[Query] = field(default_factory=list)
+    file_name: Callable[[str], str] = doc_file_name  # a document's file, relative to the folder
+
+
+def _queries(path: Path) -> list[Query]:
+    return [Query(str(r.get("id")), r["query"], frozenset({r["relevant_doc_id"]} if r.get("relevant_doc_id") else ()))
+            for r in read_jsonl(path)] if path.exists() else []
+
+
+def collections(names: tuple[str, ...] | None = None) -> list[Collection]:
+    """The collections (those named, or all of them), dev sets first."""
+    out = []
+    for name in DEV_SETS:
+        docs = {str(d["id"]): d["text"] for d in read_jsonl(DEV / name / "docs.jsonl.gz")}
+        out.append(Collection(name, docs, _queries(DEV / name / "queries.jsonl"), off=_queries(DEV / name / "absent.jsonl")))
+    for folder in sorted(p for p in (EVAL / "debian-docs").iterdir() if p.is_dir()):
+        docs = {str(d["id"]): d["text"] for d in read_jsonl(folder / "docs.jsonl.gz")}
+        out.append(Collection(folder.name, docs, _queries(folder / "queries.jsonl")))
+    with gzip.open(EVAL / "everyday" / "docs.jsonl.gz", "rt", encoding="utf-8") as handle:
+        notes = [json.loads(line) for line in handle]
+    for person in sorted({n["folder"] for n in notes}):
+        def mine(path: Path, person: str = person) -> list[Query]:
+            return [q for q, row in zip(_queries(path), read_jsonl(path)) if row["folder"] == person]
+
+        docs = {n["id"]: n["text"] for n in notes if n["folder"] == person}
+        out.append(Collection(f"everyday-{person}", docs, mine(EVAL / "everyday" / "queries.jsonl"),
+                              mine(EVAL / "everyday" / "near.jsonl"), mine(EVAL / "everyday" / "off.jsonl"),
+                              file_name=lambda doc_id: doc_id))  # the notes keep their folders and names
+    return [c for c in out if names is None or c.name in names]
+
+
+def index_of(collection: Collection, db_dir: Path, embedder) -> Path:
+    """The collection's index in `db_dir`, built when absent."""
+    db = db_dir / f"transfer-{collection.name}.duckdb"
+    if not db.exists():
+        with tempfile.TemporaryDirectory() as folder, Store(db) as store:
+            for doc_id, text in collection.docs.items():
+                path = Path(folder) / "docs" / collection.file_name(doc_id)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
+    return db
