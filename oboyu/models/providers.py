@@ -140,12 +140,15 @@ def _sysctl_int(name: str) -> int | None:
         return None
 
 
-CPU_FEATURES = {  # /proc/cpuinfo flag → what it means for INT8 inference
+CPU_FEATURES = {  # /proc/cpuinfo flag (x86 `flags`, ARM `Features`) → what it means for INT8 inference
     "avx2": "AVX2",
     "avx512f": "AVX-512",
     "avx512_vnni": "AVX-512 VNNI",
     "avx_vnni": "AVX-VNNI",
     "amx_int8": "AMX-INT8",
+    "asimd": "NEON",
+    "asimddp": "NEON dot product",
+    "i8mm": "I8MM",
 }
 
 
@@ -156,15 +159,24 @@ def cpu_description() -> tuple[str, list[str]]:
             text = Path("/proc/cpuinfo").read_text()
         except OSError:
             text = ""
-        first = dict((k.strip(), v.strip()) for k, v in
-                     (line.split(":", 1) for line in text.split("\n\n")[0].splitlines() if ":" in line))
-        flags = set(first.get("flags", "").split())
-        return first.get("model name", platform.processor()), [n for f, n in CPU_FEATURES.items() if f in flags]
+        return linux_cpu(text)
     if platform.system() == "Darwin":
         name = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True).stdout
         features = ["NEON"] + (["I8MM"] if _sysctl_int("hw.optional.arm.FEAT_I8MM") else [])
         return name.strip() or platform.machine(), features
     return platform.processor() or platform.machine(), []
+
+
+def linux_cpu(cpuinfo: str) -> tuple[str, list[str]]:
+    """The name and INT8 features in a Linux /proc/cpuinfo. An x86 kernel gives `model name` and
+    `flags`; an arm64 one `Features` and the implementer and part codes, with no name."""
+    first = dict((k.strip(), v.strip()) for k, v in
+                 (line.split(":", 1) for line in cpuinfo.split("\n\n")[0].splitlines() if ":" in line))
+    flags = set((first.get("flags") or first.get("Features") or "").split())
+    name = first.get("model name")
+    if not name and "CPU implementer" in first:
+        name = f"{platform.machine() or 'ARM'} (implementer {first['CPU implementer']}, part {first.get('CPU part', '?')})"
+    return name or platform.processor() or platform.machine(), [n for f, n in CPU_FEATURES.items() if f in flags]
 
 
 class Verdicts:
