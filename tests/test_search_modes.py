@@ -272,3 +272,20 @@ def test_keyword_scores_are_the_same_bits_in_every_process(tmp_path: Path) -> No
         for seed in range(6)
     }
     assert len(runs) == 1, runs
+
+
+def test_display_fields_looked_up_row_by_row_are_those_looked_up_by_id(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large index looks its chunks up by row number (rankers.ROW_LOOKUP_FROM): the same hits as
+    by id, for ids with a quote, an unknown id, repeats, and an index where a file was removed."""
+    from oboyu.search import rankers
+
+    add_document(store, "/corpus/it's.txt", [("犬", {"犬": 1}), ("猫犬", {"猫": 1, "犬": 1})])
+    store.delete_paths(["/corpus/b.txt"])
+    asked = ["/corpus/it's.txt#1", "/corpus/a.txt#0", "/corpus/b.txt#0", "/corpus/it's.txt#1", "/corpus/c.txt#0"]
+    by_id = SqlRanker(store).chunks_by_id(asked)
+    monkeypatch.setattr(rankers, "ROW_LOOKUP_FROM", 0)
+    by_row = SqlRanker(store).chunks_by_id(asked)
+    assert by_row == by_id
+    assert sorted(by_row) == ["/corpus/a.txt#0", "/corpus/c.txt#0", "/corpus/it's.txt#1"]
+    assert by_row["/corpus/it's.txt#1"].text == "猫犬" and by_row["/corpus/it's.txt#1"].path == "/corpus/it's.txt"
+    assert SqlRanker(store).chunks_by_id(["/corpus/none#0"]) == {}
