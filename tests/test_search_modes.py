@@ -289,3 +289,28 @@ def test_display_fields_looked_up_row_by_row_are_those_looked_up_by_id(store: St
     assert sorted(by_row) == ["/corpus/a.txt#0", "/corpus/c.txt#0", "/corpus/it's.txt#1"]
     assert by_row["/corpus/it's.txt#1"].text == "猫犬" and by_row["/corpus/it's.txt#1"].path == "/corpus/it's.txt"
     assert SqlRanker(store).chunks_by_id(["/corpus/none#0"]) == {}
+
+
+def test_one_vector_pass_gives_what_the_memory_ranker_gives(store: Store) -> None:
+    """Unfiltered, SqlRanker scans the vectors once a query for the best passages, the best first
+    passages and the cosine spread; each equals ResidentIndex's, whatever is asked first."""
+    add_document(store, "/corpus/d.txt", [("犬", {"犬": 1}), ("猫犬", {"猫": 1, "犬": 1}), ("鳥", {"鳥": 1})])
+    query = np.array([0.6, 0.8, 0.0, 0.0], dtype=np.float32)
+    memory = ResidentIndex().refresh(store)
+    ranker = SqlRanker(store)
+    spread = ranker.cosine_spread(query)  # before any ranking: its own scan
+    assert spread[2] == 6 and spread == pytest.approx(memory.cosine_spread(query))
+    def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+        return [cid for cid, _ in a] == [cid for cid, _ in b] and [x for _, x in a] == pytest.approx([x for _, x in b])
+
+    for n in (6, 2, 4):  # a smaller n after a larger one is a prefix of the same pass
+        assert same(ranker.vector_scores(query, n), memory.vector_scores(query, n))
+        assert same(ranker.vector_scores(query, n, leads_only=True), memory.vector_scores(query, n, leads_only=True))
+    leads = [cid for cid, _ in ranker.vector_scores(query, 6, leads_only=True)]
+    assert sorted(leads) == ["/corpus/a.txt#0", "/corpus/b.txt#0", "/corpus/c.txt#0", "/corpus/d.txt#0"]
+    assert ranker.cosine_spread(query) == pytest.approx(spread)
+    other = np.array([0.0, 0.0, 1.0, 0.0], dtype=np.float32)  # another query is scanned anew
+    assert same(ranker.vector_scores(other, 1), [("/corpus/d.txt#2", 1.0)])
+    assert ranker.cosine_spread(other) == pytest.approx(memory.cosine_spread(other))
+    only_c = make_filters(paths=("c.txt",))  # filtered: ranked in its own scan
+    assert [cid for cid, _ in ranker.vector_scores(query, 6, only_c)] == ["/corpus/c.txt#0"]
