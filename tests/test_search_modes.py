@@ -314,3 +314,25 @@ def test_one_vector_pass_gives_what_the_memory_ranker_gives(store: Store) -> Non
     assert ranker.cosine_spread(other) == pytest.approx(memory.cosine_spread(other))
     only_c = make_filters(paths=("c.txt",))  # filtered: ranked in its own scan
     assert [cid for cid, _ in ranker.vector_scores(query, 6, only_c)] == ["/corpus/c.txt#0"]
+
+
+def test_one_keyword_pass_gives_what_the_memory_ranker_gives(store: Store) -> None:
+    """Unfiltered, SqlRanker reads the query terms' postings once for both keyword legs and the
+    terms' rarity; each equals ResidentIndex's, and the rarity its own reading's."""
+    add_document(store, "/corpus/d.txt", [("犬", {"犬": 1}), ("猫犬", {"猫": 1, "犬": 2}), ("鳥", {"鳥": 1})])
+    memory = ResidentIndex().refresh(store)
+    alone = SqlRanker(store).term_rarity(["猫", "犬", "鯨"])  # no keyword pass yet: its own scan
+    ranker = SqlRanker(store)
+    terms, weights = ["猫", "犬", "鯨"], {"犬": 0.5}
+    for n in (6, 2):  # a smaller n after a larger one is a prefix of the same pass
+        for leads in (False, True):
+            got = ranker.keyword_scores(terms, n, weights=weights, leads_only=leads)
+            expected = memory.keyword_scores(terms, n, weights=weights, leads_only=leads)
+            assert [cid for cid, _ in got] == [cid for cid, _ in expected], (n, leads)
+            assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+    assert all(cid.endswith("#0") for cid, _ in ranker.keyword_scores(terms, 6, weights=weights, leads_only=True))
+    assert ranker.term_rarity(["猫", "鯨"]) == {t: alone[t] for t in ("猫", "鯨")}  # from the pass
+    assert ranker.term_rarity(["猫", "鯨"]) == pytest.approx(memory.term_rarity(["猫", "鯨"]))
+    assert ranker.term_rarity(["鳥"]) == pytest.approx(memory.term_rarity(["鳥"]))  # not in the pass: read anew
+    # other weights are another pass
+    assert ranker.keyword_scores(terms, 6)[0][0] == memory.keyword_scores(terms, 6)[0][0]

@@ -125,10 +125,10 @@ def search(
                 "run `oboyu index` again to re-embed it"
             )
     terms = words(query)  # once: for the keyword leg and for every snippet
-    rarity = ranker.term_rarity(terms)
-    full_match = best_bm25(rarity)
     vector = embedder.embed_queries([query])[0] if embedder is not None and mode.uses_vectors else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
+    rarity = ranker.term_rarity(terms)  # after the keyword leg, which SQL ranking reads it with
+    full_match = best_bm25(rarity)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
     fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode is Mode.HYBRID else 0.0, len(set(terms)))
     if reranker is not None and fused:

@@ -105,6 +105,27 @@ class VectorPass:
         return VectorPass(self.key, n, self.best[:n], self.leads[:n], self.spread)
 
 
+@dataclass(frozen=True)
+class KeywordPass:
+    """One unfiltered BM25 pass for a query's terms (and their weights): its n best passages, its
+    n best first passages, each term's document frequency and the passages counted."""
+
+    key: tuple[tuple[str, float], ...]  # (term, weight), terms sorted
+    n: int
+    best: Scores
+    leads: Scores
+    df: dict[str, int]
+    total: int
+
+    def first(self, n: int) -> KeywordPass:
+        return KeywordPass(self.key, n, self.best[:n], self.leads[:n], self.df, self.total)
+
+
+def _ranked(rows: list[tuple], kind: str) -> Scores:
+    """One part of a pass's rows, best first (UNION ALL keeps no order between its parts)."""
+    return sorted(((cid, float(score)) for part, cid, score in rows if part == kind), key=lambda item: (-item[1], item[0]))
+
+
 # chunks from which display fields are looked up row by row (20 of them: 92 against 52 ms at
 # 101,381 chunks, 470 against 76 ms at 1,013,810; below, by id: 15 against 30 ms at 14,483)
 ROW_LOOKUP_FROM = 50_000
@@ -117,6 +138,7 @@ class SqlRanker:
         self.store = store
         self.con = store.con
         self._pass: VectorPass | None = None  # the last unfiltered vector pass
+        self._words: KeywordPass | None = None  # the last unfiltered keyword pass
 
     def model_id(self) -> str | None:
         return self.store.model_id()
@@ -174,18 +196,18 @@ class SqlRanker:
             UNION ALL SELECT 'count', NULL, count(*) FROM s
             """
         ).fetchall()
-        # UNION ALL keeps no order between its parts: each part's rows are sorted again here
-        best = sorted(((cid, score) for kind, cid, score in rows if kind == "best"), key=lambda item: (-item[1], item[0]))
-        leads = sorted(((cid, score) for kind, cid, score in rows if kind == "lead"), key=lambda item: (-item[1], item[0]))
         value = {kind: score for kind, _, score in rows if kind in ("mean", "std", "count")}
         spread = (float(value["mean"] or 0.0), float(value["std"] or 0.0), int(value["count"] or 0))
-        self._pass = VectorPass(key, n, best, leads, spread)
+        self._pass = VectorPass(key, n, _ranked(rows, "best"), _ranked(rows, "lead"), spread)
         return self._pass
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         terms = sorted(set(terms))
         if not terms:
             return {}
+        words = self._words
+        if words is not None and set(terms) <= {t for t, _ in words.key}:  # read with the keyword legs
+            return {t: idf(words.total, words.df.get(t, 0)) for t in terms}
         (total,) = self.con.execute("SELECT count(*) FROM kw_lengths").fetchone() or (0,)
         placeholders = ", ".join("?" for _ in terms)
         found = dict(self.con.execute(
@@ -210,6 +232,9 @@ class SqlRanker:
         terms = sorted(set(terms))
         if not terms:
             return []
+        if filters is None or filters.is_empty():
+            found = self._keyword_pass(terms, n, weights or {})
+            return found.leads if leads_only else found.best
         placeholders = ", ".join("?" for _ in terms)
         weighed = ", ".join("(?, ?)" for _ in terms)
         weight_params = [value for t in terms for value in (t, float((weights or {}).get(t, 1.0)))]
@@ -231,6 +256,41 @@ class SqlRanker:
                 """,
                 [*weight_params, *terms, *params, int(n)],
             ).fetchall()
+
+    def _keyword_pass(self, terms: list[str], n: int, weights: Mapping[str, float]) -> KeywordPass:
+        """Every passage's BM25 computed once (terms sorted and distinct): the n best, the n best
+        first passages of their files, and each term's document frequency (hybrid read the query
+        terms' postings three times, for both legs and the terms' rarity)."""
+        key = tuple((t, float(weights.get(t, 1.0))) for t in terms)
+        if self._words is not None and self._words.key == key and self._words.n >= n:
+            return self._words.first(n)
+        weighed = ", ".join("(?, ?)" for _ in terms)
+        rows = self.con.execute(
+            f"""
+            WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
+            wanted(term, weight) AS (VALUES {weighed}),
+            matched AS MATERIALIZED (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({", ".join("?" for _ in terms)})),
+            df AS MATERIALIZED (SELECT term, count(*) AS df FROM matched GROUP BY term),
+            scored AS MATERIALIZED (
+                SELECT p.chunk_id,
+                       sum(w.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                           * p.tf * ({BM25_K1} + 1)
+                           / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
+                FROM matched p JOIN df USING (term) JOIN wanted w USING (term)
+                     JOIN kw_lengths l ON l.chunk_id = p.chunk_id, stats
+                GROUP BY p.chunk_id)
+            SELECT * FROM (SELECT 'best', chunk_id, score FROM scored ORDER BY score DESC, chunk_id LIMIT {int(n)})
+            UNION ALL SELECT * FROM (SELECT 'lead', s.chunk_id, s.score FROM scored s JOIN chunks c ON c.id = s.chunk_id
+                                     WHERE c.ordinal = 0 ORDER BY s.score DESC, s.chunk_id LIMIT {int(n)})
+            UNION ALL SELECT 'df', term, df FROM df
+            UNION ALL SELECT 'total', NULL, n FROM stats
+            """,
+            [value for pair in key for value in pair] + terms,
+        ).fetchall()
+        self._words = KeywordPass(key, n, _ranked(rows, "best"), _ranked(rows, "lead"),
+                                  {term: int(df) for kind, term, df in rows if kind == "df"},
+                                  next(int(total) for kind, _, total in rows if kind == "total"))
+        return self._words
 
     @contextlib.contextmanager
     def _scope(self, filters: Filters | None, chunk_column: str,
