@@ -314,6 +314,11 @@ def test_one_vector_pass_gives_what_the_memory_ranker_gives(store: Store) -> Non
     assert ranker.cosine_spread(other) == pytest.approx(memory.cosine_spread(other))
     only_c = make_filters(paths=("c.txt",))  # filtered: ranked in its own scan
     assert [cid for cid, _ in ranker.vector_scores(query, 6, only_c)] == ["/corpus/c.txt#0"]
+    birds = ranker.keyword_scores(["鳥"], 8)
+    add_document(store, "/corpus/e.txt", [("鳥", {"鳥": 1})] * 3)  # a write: the kept passes are of the index before it
+    assert [cid for cid, _ in ranker.vector_scores(other, 2)] == ["/corpus/d.txt#2", "/corpus/e.txt#2"]
+    assert len(ranker.keyword_scores(["鳥"], 8)) == len(birds) + 3
+    assert ranker.term_rarity(["鳥"]) == pytest.approx(memory.refresh(store).term_rarity(["鳥"]))
 
 
 def test_one_keyword_pass_gives_what_the_memory_ranker_gives(store: Store) -> None:

@@ -95,7 +95,7 @@ class VectorPass:
     """One unfiltered scan of every vector for a query: its n best passages, its n best first
     passages, and the (mean, standard deviation, count) of its cosines."""
 
-    key: bytes  # the query vector's float32 bytes
+    key: bytes  # the query vector's float32 bytes, then the index's generation
     n: int
     best: Scores
     leads: Scores
@@ -111,6 +111,7 @@ class KeywordPass:
     n best first passages, each term's document frequency and the passages counted."""
 
     key: tuple[tuple[str, float], ...]  # (term, weight), terms sorted
+    generation: bytes  # the index's, when read
     n: int
     best: Scores
     leads: Scores
@@ -118,7 +119,7 @@ class KeywordPass:
     total: int
 
     def first(self, n: int) -> KeywordPass:
-        return KeywordPass(self.key, n, self.best[:n], self.leads[:n], self.df, self.total)
+        return KeywordPass(self.key, self.generation, n, self.best[:n], self.leads[:n], self.df, self.total)
 
 
 def _ranked(rows: list[tuple], kind: str) -> Scores:
@@ -132,7 +133,8 @@ ROW_LOOKUP_FROM = 50_000
 
 
 class SqlRanker:
-    """Ranks in SQL over an open Store."""
+    """Ranks in SQL over an open Store. Unfiltered, a query's legs and statistics come from one
+    pass over the vectors and one over its terms' postings, kept for the other legs' calls."""
 
     def __init__(self, store: Store):
         self.store = store
@@ -143,11 +145,15 @@ class SqlRanker:
     def model_id(self) -> str | None:
         return self.store.model_id()
 
+    def _generation(self) -> bytes:
+        """The index's generation (bumped by every write): a kept pass is of the index as it was."""
+        return (self.store.get_meta("generation") or "").encode()
+
     def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
         dim = int(self.store.get_meta("dimensions") or 0)
         if dim == 0:
             return 0.0, 0.0, 0
-        if self._pass is not None and self._pass.key == query_vector.astype(np.float32).tobytes():
+        if self._pass is not None and self._pass.key == query_vector.astype(np.float32).tobytes() + self._generation():
             return self._pass.spread
         # over every passage: the scan costs what a sample's would (DuckDB reads all rows to draw one)
         mean, std, count = self.con.execute(
@@ -181,7 +187,7 @@ class SqlRanker:
         """Every passage's cosine computed once: the n best, the n best first passages of their
         files, and the spread (hybrid asked for them in three scans of every vector: 2.4 s of a
         warm query on a million passages)."""
-        key = query_vector.astype(np.float32).tobytes()
+        key = query_vector.astype(np.float32).tobytes() + self._generation()
         if self._pass is not None and self._pass.key == key and self._pass.n >= n:
             return self._pass.first(n)
         literal = _vector_literal(query_vector, dim)
@@ -206,7 +212,8 @@ class SqlRanker:
         if not terms:
             return {}
         words = self._words
-        if words is not None and set(terms) <= {t for t, _ in words.key}:  # read with the keyword legs
+        if words is not None and set(terms) <= {t for t, _ in words.key} and words.generation == self._generation():
+            # read with the keyword legs
             return {t: idf(words.total, words.df.get(t, 0)) for t in terms}
         (total,) = self.con.execute("SELECT count(*) FROM kw_lengths").fetchone() or (0,)
         placeholders = ", ".join("?" for _ in terms)
@@ -262,7 +269,7 @@ class SqlRanker:
         first passages of their files, and each term's document frequency (hybrid read the query
         terms' postings three times, for both legs and the terms' rarity)."""
         key = tuple((t, float(weights.get(t, 1.0))) for t in terms)
-        if self._words is not None and self._words.key == key and self._words.n >= n:
+        if self._words is not None and self._words.key == key and self._words.n >= n and self._words.generation == self._generation():
             return self._words.first(n)
         weighed = ", ".join("(?, ?)" for _ in terms)
         rows = self.con.execute(
@@ -287,7 +294,7 @@ class SqlRanker:
             """,
             [value for pair in key for value in pair] + terms,
         ).fetchall()
-        self._words = KeywordPass(key, n, _ranked(rows, "best"), _ranked(rows, "lead"),
+        self._words = KeywordPass(key, self._generation(), n, _ranked(rows, "best"), _ranked(rows, "lead"),
                                   {term: int(df) for kind, term, df in rows if kind == "df"},
                                   next(int(total) for kind, _, total in rows if kind == "total"))
         return self._words
