@@ -9,16 +9,20 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.harness import DEV, ROOT
 from oboyu.index.store import Store
+from oboyu.modes import Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.evaluate import Query, doc_file_name, index_corpus, read_jsonl
+from oboyu.search.query import Result, search
+from oboyu.search.resident import ResidentIndex
 
 EVAL = ROOT / "eval"
+TOP = 10  # results asked for each question
 DEV_SETS = ("personal", "debian-reference", "manpages-ja")  # what the shipped weights were fitted on
 
 
@@ -70,3 +74,17 @@ def index_of(collection: Collection, db_dir: Path, embedder) -> Path:
                 path.write_text(text, encoding="utf-8")
             index_corpus(store, embedder, Path(folder) / "docs", ProgressLine())
     return db
+
+
+def ask(collection: Collection, db: Path, embedder, mode: Mode,
+        kinds: tuple[str, ...] = ("answerable", "near", "off")) -> Iterator[tuple[str, Query, list[tuple[Result, bool]]]]:
+    """Each question of these kinds asked of the collection's index (held in memory): its kind,
+    the question and its top TOP results, each with whether it is a right answer."""
+    with Store(db, read_only=True) as store:
+        root = store.roots()[0].path
+        resident = ResidentIndex().refresh(store)
+    ids = {collection.file_name(doc_id): doc_id for doc_id in collection.docs}
+    for kind in kinds:
+        for query in getattr(collection, kind):
+            results = search(resident, embedder, query.text, TOP, mode=mode)
+            yield kind, query, [(r, ids.get(str(Path(r.path).relative_to(root))) in query.relevant) for r in results]

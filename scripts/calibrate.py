@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.collections import DEV_SETS, Collection, collections, index_of
+from benchmarks.collections import DEV_SETS, Collection, ask, collections, index_of
 from benchmarks.harness import ROOT, add_dev_sets, dev_absent, dev_docs, dev_queries, eval_index, parser, write_text
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
@@ -282,15 +282,10 @@ def check(path: Path = TABLE) -> list[str]:
     return problems
 
 
-def collection_examples(collection: Collection, db: Path, embedder, mode: str) -> list[Example]:
+def collection_examples(collection: Collection, db: Path, embedder, mode: Mode) -> list[Example]:
     """A repository collection's answerable questions, each of its top 10 results one example."""
-    with Store(db, read_only=True) as store:
-        root = store.roots()[0].path
-        resident = ResidentIndex().refresh(store)
-    ids = {collection.file_name(doc_id): doc_id for doc_id in collection.docs}
-    return [Example(collection.name, 0, query.text, False, result.rank, Evidence(**result.evidence),
-                    ids.get(str(Path(result.path).relative_to(root))) in query.relevant)
-            for query in collection.answerable for result in search(resident, embedder, query.text, 10, mode=mode)]
+    return [Example(collection.name, 0, query.text, False, result.rank, Evidence(**result.evidence), right)
+            for _, query, found in ask(collection, db, embedder, mode, ("answerable",)) for result, right in found]
 
 
 def main() -> None:

@@ -37,10 +37,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from oboyu.models.providers import ALIASES, CPU
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "onnxruntime-providers.json"
-CPU = "CPUExecutionProvider"
-COREML, DML = "CoreMLExecutionProvider", "DmlExecutionProvider"
+COREML, DML = ALIASES["coreml"], ALIASES["dml"]
 # (label, package, pip platform tag, platform.system(), platform.machine() there)
 TARGETS = (
     ("linux-x86_64", "onnxruntime", "manylinux_2_28_x86_64", "Linux", "x86_64"),

@@ -31,16 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.collections import Collection, collections, index_of
+from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import parser, table, write_json
-from oboyu.index.store import Store
 from oboyu.modes import Mode
 from oboyu.search.confidence import FEATURES, Evidence, Model, model_for
-from oboyu.search.query import search
-from oboyu.search.resident import ResidentIndex
 from scripts.calibrate import MAX_PRESENT_FLAGGED, choose_hide, fit_logistic
-
-TOP = 10
 
 
 @dataclass
@@ -54,17 +49,8 @@ class Asked:
 
 
 def asked(collection: Collection, db: Path, embedder, mode: Mode) -> list[Asked]:
-    with Store(db, read_only=True) as store:
-        root = store.roots()[0].path
-        resident = ResidentIndex().refresh(store)
-    ids = {collection.file_name(doc_id): doc_id for doc_id in collection.docs}
-    out = []
-    for kind, queries in (("answerable", collection.answerable), ("near", collection.near), ("off", collection.off)):
-        for query in queries:
-            results = search(resident, embedder, query.text, TOP, mode=mode)
-            right = [ids.get(str(Path(r.path).relative_to(root))) in query.relevant for r in results]
-            out.append(Asked(collection.name, kind, right, [Evidence(**r.evidence) for r in results]))
-    return out
+    return [Asked(collection.name, kind, [right for _, right in found], [Evidence(**r.evidence) for r, _ in found])
+            for kind, _, found in ask(collection, db, embedder, mode)]
 
 
 def fit(examples: list[Asked], mode: Mode) -> Model:

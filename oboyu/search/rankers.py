@@ -95,14 +95,15 @@ class VectorPass:
     """One unfiltered scan of every vector for a query: its n best passages, its n best first
     passages, and the (mean, standard deviation, count) of its cosines."""
 
-    key: bytes  # the query vector's float32 bytes, then the index's generation
+    key: bytes  # the query vector's float32 bytes
+    generation: bytes  # the index's, when read
     n: int
     best: Scores
     leads: Scores
     spread: tuple[float, float, int]
 
     def first(self, n: int) -> VectorPass:
-        return VectorPass(self.key, n, self.best[:n], self.leads[:n], self.spread)
+        return VectorPass(self.key, self.generation, n, self.best[:n], self.leads[:n], self.spread)
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,9 @@ class SqlRanker:
         dim = int(self.store.get_meta("dimensions") or 0)
         if dim == 0:
             return 0.0, 0.0, 0
-        if self._pass is not None and self._pass.key == query_vector.astype(np.float32).tobytes() + self._generation():
-            return self._pass.spread
+        kept = self._pass
+        if kept is not None and kept.key == query_vector.astype(np.float32).tobytes() and kept.generation == self._generation():
+            return kept.spread
         # over every passage: the scan costs what a sample's would (DuckDB reads all rows to draw one)
         mean, std, count = self.con.execute(
             f"SELECT avg(s), stddev_pop(s), count(*) FROM (SELECT array_inner_product(vector, {_vector_literal(query_vector, dim)}) AS s "
@@ -187,9 +189,10 @@ class SqlRanker:
         """Every passage's cosine computed once: the n best, the n best first passages of their
         files, and the spread (hybrid asked for them in three scans of every vector: 2.4 s of a
         warm query on a million passages)."""
-        key = query_vector.astype(np.float32).tobytes() + self._generation()
-        if self._pass is not None and self._pass.key == key and self._pass.n >= n:
-            return self._pass.first(n)
+        key, generation = query_vector.astype(np.float32).tobytes(), self._generation()
+        kept = self._pass
+        if kept is not None and kept.key == key and kept.generation == generation and kept.n >= n:
+            return kept.first(n)
         literal = _vector_literal(query_vector, dim)
         rows = self.con.execute(
             f"""
@@ -204,7 +207,7 @@ class SqlRanker:
         ).fetchall()
         value = {kind: score for kind, _, score in rows if kind in ("mean", "std", "count")}
         spread = (float(value["mean"] or 0.0), float(value["std"] or 0.0), int(value["count"] or 0))
-        self._pass = VectorPass(key, n, _ranked(rows, "best"), _ranked(rows, "lead"), spread)
+        self._pass = VectorPass(key, generation, n, _ranked(rows, "best"), _ranked(rows, "lead"), spread)
         return self._pass
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
@@ -268,9 +271,10 @@ class SqlRanker:
         """Every passage's BM25 computed once (terms sorted and distinct): the n best, the n best
         first passages of their files, and each term's document frequency (hybrid read the query
         terms' postings three times, for both legs and the terms' rarity)."""
-        key = tuple((t, float(weights.get(t, 1.0))) for t in terms)
-        if self._words is not None and self._words.key == key and self._words.n >= n and self._words.generation == self._generation():
-            return self._words.first(n)
+        key, generation = tuple((t, float(weights.get(t, 1.0))) for t in terms), self._generation()
+        kept = self._words
+        if kept is not None and kept.key == key and kept.generation == generation and kept.n >= n:
+            return kept.first(n)
         weighed = ", ".join("(?, ?)" for _ in terms)
         rows = self.con.execute(
             f"""
@@ -294,7 +298,7 @@ class SqlRanker:
             """,
             [value for pair in key for value in pair] + terms,
         ).fetchall()
-        self._words = KeywordPass(key, self._generation(), n, _ranked(rows, "best"), _ranked(rows, "lead"),
+        self._words = KeywordPass(key, generation, n, _ranked(rows, "best"), _ranked(rows, "lead"),
                                   {term: int(df) for kind, term, df in rows if kind == "df"},
                                   next(int(total) for kind, _, total in rows if kind == "total"))
         return self._words
@@ -355,7 +359,8 @@ class SqlRanker:
         if not ids:
             return {}
         by_id = f"FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({sql_strings(ids)})"
-        if self.store.counts()[1] < ROW_LOOKUP_FROM:
+        (chunks,) = self.con.execute("SELECT count(*) FROM chunks").fetchone() or (0,)
+        if chunks < ROW_LOOKUP_FROM:
             return self._hits(by_id)
         # filtered by id, DuckDB reads every chunk's text before it drops all but these; the ids'
         # row numbers first, then each row alone, skips the rest of the table
