@@ -1,6 +1,6 @@
 """Ranking chunks for a query, behind one interface: `Ranker`. `SqlRanker` ranks inside the
 DuckDB file (every filter applies); `ResidentIndex` (oboyu.search.resident) holds the vectors and
-postings in memory for long-lived processes and ranks with NumPy, from arrays this module reads.
+postings as memory-mapped arrays for long-lived processes and ranks with NumPy.
 
 Both give the same scores: cosine (vectors are L2-normalised, so the inner product) and BM25 over
 the keyword postings (any query term may match), best first, ties by chunk id.
@@ -71,23 +71,6 @@ class Ranker(Protocol):
     def embedded(self, ids: list[str]) -> set[str]:
         """Those of these chunks that have their vector (an index being built gets its keyword
         terms first, its vectors after)."""
-
-
-@dataclass
-class Snapshot:
-    """Everything a ResidentIndex ranks from, as arrays; rows are chunks in chunk-id order."""
-
-    generation: str
-    model_id: str | None
-    chunk_ids: np.ndarray  # object
-    vectors: np.ndarray  # float32 (rows, dimensions); zeros where `embedded` is False
-    embedded: np.ndarray  # bool: the row has its vector (the rest wait for the meaning pass)
-    leads: np.ndarray  # bool: the row is its file's first chunk
-    lengths: np.ndarray  # float32: keyword terms per chunk
-    terms: np.ndarray  # object: distinct terms, sorted
-    postings: dict[str, np.ndarray]  # `t` (index into terms), `row`, `tf`: one entry a posting
-    hits: dict[str, SearchHit]
-    roots: dict[str, str]  # path of each indexed file -> its root
 
 
 @dataclass(frozen=True)
@@ -399,54 +382,6 @@ class SqlRanker:
             f"d.sha256 {source}"
         ).fetchall()
         return {row[0]: SearchHit(*row) for row in rows}
-
-    def snapshot(self) -> Snapshot:
-        """The whole index as arrays. The joins to rows run in SQL, so that millions of postings
-        come back as three numeric arrays rather than as Python strings."""
-        con = self.con
-        con.execute("BEGIN TRANSACTION")  # one point in time: an indexer commits every few seconds
-        try:
-            return self._snapshot()
-        finally:
-            con.execute("ROLLBACK")
-
-    def _snapshot(self) -> Snapshot:
-        con = self.con
-        generation = self.store.get_meta("generation") or ""
-        # rows are every chunk, in id order; a chunk still waiting for its vector has a row of zeros
-        rows = "(SELECT id AS chunk_id, (row_number() OVER (ORDER BY id) - 1)::INTEGER AS row FROM chunks)"
-        chunk_ids = con.execute("SELECT id FROM chunks ORDER BY id").fetchnumpy()["id"].astype(object)
-        total = len(chunk_ids)
-        dim = int(self.store.get_meta("dimensions") or 0)
-        vectors = np.zeros((total, dim), np.float32)
-        embedded = np.zeros(total, dtype=bool)
-        if dim:
-            found = con.execute(f"SELECT r.row, e.vector FROM embeddings e JOIN {rows} r USING (chunk_id)").fetchnumpy()
-            if len(found["row"]):
-                at = found["row"].astype(np.int64)
-                vectors[at] = np.stack(list(found["vector"])).astype(np.float32)
-                embedded[at] = True
-            del found
-        leads = np.zeros(total, dtype=bool)
-        leads[_ints(con, f"SELECT r.row FROM chunks c JOIN {rows} r ON r.chunk_id = c.id WHERE c.ordinal = 0")] = True
-        lengths = np.zeros(total, dtype=np.float32)
-        found = con.execute(f"SELECT r.row, k.length::FLOAT AS length FROM kw_lengths k JOIN {rows} r USING (chunk_id)").fetchnumpy()
-        lengths[found["row"].astype(np.int64)] = found["length"]
-        terms = con.execute("SELECT DISTINCT term FROM kw_postings ORDER BY term").fetchnumpy()["term"]
-        numbered = "(SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER AS t FROM (SELECT DISTINCT term FROM kw_postings))"
-        postings = con.execute(
-            f"SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN {rows} r USING (chunk_id) "
-            f"JOIN {numbered} n USING (term)"
-        ).fetchnumpy()
-        roots = dict(con.execute("SELECT path, root FROM documents").fetchall())
-        return Snapshot(generation, self.store.model_id(), chunk_ids, vectors, embedded, leads, lengths, terms,
-                        postings, self._hits(), roots)
-
-
-def _ints(con, sql: str) -> np.ndarray:
-    """The first column of a query, as row numbers."""
-    result = con.execute(sql).fetchnumpy()
-    return next(iter(result.values())).astype(np.int64)
 
 
 def _vector_literal(query_vector: np.ndarray, dim: int) -> str:

@@ -1,0 +1,294 @@
+"""Making an index's array folder (`oboyu.index.arrays`) from its DuckDB file, once per generation.
+
+Every table is read in slices of rows (or of terms, for the postings) and written into .npy files
+with plain writes (a memory map would keep each page written in this process's resident memory),
+with DuckDB's cache held to BUILD_MEMORY, so that making the arrays of a million passages never
+holds them all in memory. It reads inside one transaction, one point in time, while an indexer in another process
+waits. The folder is written under a temporary name and renamed when complete; a run killed
+half-way leaves a `.building-*` folder that the next one removes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from numpy.lib import format as npy
+
+from oboyu.errors import OboyuError
+from oboyu.index.arrays import CODE_LIMIT, IndexArrays, encoded, homes, open_arrays, write_meta
+from oboyu.index.store import Store
+
+SLICE = 65_536  # rows a read
+BUILD_MEMORY = "512MB"  # DuckDB's memory limit while it reads every table once
+TERM_SLICES = 16  # the postings are read in this many runs of terms
+
+
+def arrays_of(store: Store) -> IndexArrays:
+    """The arrays of the store's current generation: opened when made already (by this process or
+    another), made otherwise; older generations' folders are removed. Beside the index file, or in
+    the user's cache folder when the index's folder is read-only."""
+    generation = store.get_meta("generation") or ""
+    places = homes(store.path)
+    for base in places:
+        found = open_arrays(base / generation) if generation else None
+        if found is not None and found.generation == generation:
+            return found
+    failure: OSError | None = None
+    for base in places:
+        try:
+            generation = _make(store, base)
+        except OSError as error:
+            failure = failure or error
+            continue
+        _remove_old(base, keep=generation)
+        arrays = open_arrays(base / generation)
+        if arrays is None:
+            raise OboyuError(f"the index's search arrays in {base / generation} cannot be read; remove that folder")
+        return arrays
+    assert failure is not None
+    raise OboyuError(f"cannot write the index's search arrays in {places[0]}: {failure.strerror or failure}; "
+                     "free some disk space or make that folder writable") from failure
+
+
+def _make(store: Store, base: Path) -> str:
+    """Build the arrays under a temporary name in `base`, then give the folder its generation's."""
+    base.mkdir(parents=True, exist_ok=True)
+    building = base / f".building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    building.mkdir()
+    try:
+        generation = _build(store, building)
+        target = base / generation
+        shutil.rmtree(target, ignore_errors=True)  # a damaged one: made again
+        try:
+            building.rename(target)
+        except OSError:  # another process finished the same generation first
+            shutil.rmtree(building, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return generation
+
+
+def _remove_old(base: Path, keep: str) -> None:
+    """Other generations' folders, and folders left by builds whose process is gone (best effort:
+    another process may still have an old one open, which Windows does not let go)."""
+    for folder in base.iterdir():
+        if folder.name == keep:
+            continue
+        if folder.name.startswith(".building-"):
+            pid = folder.name.split("-")[1]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid() or sys.platform == "win32":  # Windows' os.kill ends the process: left for later
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, under another user
+    return True
+
+
+def _build(store: Store, folder: Path) -> str:
+    """Write every array into `folder`; returns the generation they are of."""
+    con = store.con
+    limit = (con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",))[0]
+    con.execute(f"SET memory_limit = '{BUILD_MEMORY}'")
+    con.execute("BEGIN TRANSACTION")  # one point in time: an indexer commits every few seconds
+    try:
+        generation = store.get_meta("generation") or ""
+        con.execute("CREATE OR REPLACE TEMP TABLE chunk_rows AS SELECT id AS chunk_id, "
+                    "(row_number() OVER (ORDER BY id) - 1)::INTEGER AS row FROM chunks")
+        ids = con.execute("SELECT chunk_id FROM chunk_rows ORDER BY row").fetchnumpy()["chunk_id"]
+        ids = ids.astype(str) if len(ids) else np.array([], dtype="U1")
+        rows = len(ids)
+        np.save(folder / "ids.npy", ids)
+        _chunks(con, folder, ids)
+        dim = int(store.get_meta("dimensions") or 0)
+        _vectors(con, folder, ids, dim)
+        _postings(con, folder)
+        model_id = store.model_id()
+        con.execute("DROP TABLE chunk_rows")
+    finally:
+        con.execute("ROLLBACK")
+        con.execute(f"SET memory_limit = '{limit}'" if limit else "RESET memory_limit")
+    write_meta(folder, generation, model_id, dim, rows)
+    return generation
+
+
+class NpyFile:
+    """An .npy file of a known shape, written in pieces at given element offsets."""
+
+    def __init__(self, path: Path, dtype: type, shape: tuple[int, ...]):
+        self.dtype = np.dtype(dtype)
+        self.handle = open(path, "wb")  # noqa: SIM115 - closed on leaving the with block
+        npy.write_array_header_1_0(self.handle, {"descr": npy.dtype_to_descr(self.dtype), "fortran_order": False,
+                                                 "shape": shape})
+        self.start = self.handle.tell()
+        self.handle.truncate(self.start + self.dtype.itemsize * int(np.prod(shape)))
+
+    def write_at(self, element: int, values: np.ndarray) -> None:
+        self.handle.seek(self.start + element * self.dtype.itemsize)
+        self.handle.write(np.ascontiguousarray(values, self.dtype).tobytes())
+
+    def __enter__(self) -> NpyFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.handle.close()
+
+
+def _slices(con, ids: np.ndarray, sql: str) -> Iterator[tuple[int, np.ndarray, dict]]:
+    """`sql` (its WHERE clause left to add) run a slice of chunk ids at a time: (first row, the
+    rows found, the columns). Filtering the table by id lets DuckDB skip the other slices' columns."""
+    for start in range(0, len(ids), SLICE):
+        end = min(start + SLICE, len(ids))
+        where = "chunk_id >= ?" + (" AND chunk_id < ?" if end < len(ids) else "")
+        found = con.execute(f"{sql} WHERE {where}", [ids[start], *([ids[end]] if end < len(ids) else [])]).fetchnumpy()
+        keys = next(iter(found.values()))
+        rows = start + np.searchsorted(ids[start:end], keys.astype(str) if len(keys) else np.array([], "U1"))
+        yield start, rows, found
+
+
+def _chunks(con, folder: Path, ids: np.ndarray) -> None:
+    """Display fields, keyword lengths and which rows lead their file."""
+    rows = len(ids)
+    documents = con.execute("SELECT id, path, title, file_type, sha256, root FROM documents ORDER BY id").fetchall()
+    number = {doc[0]: i for i, doc in enumerate(documents)}
+    (folder / "documents.json").write_text(json.dumps([list(doc[1:]) for doc in documents]), encoding="utf-8")
+    document, places, leads = np.zeros(rows, np.int32), np.zeros((rows, 4), np.int32), np.zeros(rows, np.bool_)
+    heading_at, text_at = np.zeros(rows + 1, np.int64), np.zeros(rows + 1, np.int64)
+    sql = ("SELECT chunk_id, document_id, ordinal, start_line, end_line, page_start, page_end, heading, text "
+           "FROM (SELECT id AS chunk_id, * FROM chunks)")
+    with open(folder / "headings.bin", "wb") as headings, open(folder / "texts.bin", "wb") as texts:
+        for start, found_rows, found in _slices(con, ids, sql):
+            order = np.argsort(found_rows)
+            if not np.array_equal(found_rows[order], np.arange(start, start + len(order))):
+                raise OboyuError("the index changed while its search arrays were made; try again")
+            document[found_rows] = [number[doc] for doc in found["document_id"].tolist()]
+            places[found_rows, 0] = _ints(found["start_line"], 0)
+            places[found_rows, 1] = _ints(found["end_line"], 0)
+            places[found_rows, 2] = _ints(found["page_start"], -1)
+            places[found_rows, 3] = _ints(found["page_end"], -1)
+            leads[found_rows] = _ints(found["ordinal"], -1) == 0
+            for name, blob, at in (("heading", headings, heading_at), ("text", texts, text_at)):
+                pieces = [encoded(value or "") for value in found[name][order].tolist()]
+                blob.write(b"".join(pieces))
+                at[start + 1:start + 1 + len(pieces)] = at[start] + np.cumsum([len(p) for p in pieces])
+    for name in ("headings", "texts"):  # raw bytes as .npy: the header, then the bytes
+        _as_npy(folder / f"{name}.bin", folder / f"{name}.npy")
+    np.save(folder / "heading_at.npy", heading_at)
+    np.save(folder / "text_at.npy", text_at)
+    lengths = np.zeros(rows, np.float32)
+    found = con.execute("SELECT r.row, k.length::FLOAT AS length FROM kw_lengths k JOIN chunk_rows r USING (chunk_id)").fetchnumpy()
+    lengths[found["row"].astype(np.int64)] = found["length"]
+    np.save(folder / "lengths.npy", lengths)
+    for name, array in (("document", document), ("places", places), ("leads", leads)):
+        np.save(folder / f"{name}.npy", array)
+
+
+def _ints(column: np.ndarray, missing: int) -> np.ndarray:
+    """A fetched integer column (masked where NULL) with NULL as `missing`."""
+    return np.ma.filled(np.ma.asarray(column).astype(np.int64), missing)
+
+
+def _as_npy(raw: Path, target: Path) -> None:
+    """A file of bytes as a uint8 .npy: the header, then the bytes."""
+    with open(raw, "rb") as source, NpyFile(target, np.uint8, (raw.stat().st_size,)) as out:
+        shutil.copyfileobj(source, out.handle, 1 << 24)
+    raw.unlink()
+
+
+def _vectors(con, folder: Path, ids: np.ndarray, dim: int) -> None:
+    """The float32 vectors, their mean and second moment, then the int8 codes of their residuals."""
+    rows, width = len(ids), max(dim, 1)
+    embedded = np.zeros(rows, np.bool_)
+    total, square, count = np.zeros(width), np.zeros((width, width)), 0
+    with NpyFile(folder / "vectors.npy", np.float32, (rows, width)) as vectors:
+        for start, at, found in _slices(con, ids, "SELECT chunk_id, vector FROM embeddings") if dim else []:
+            block = np.zeros((min(SLICE, rows - start), width), np.float32)
+            if len(at):
+                block[at - start] = np.stack(list(found["vector"]))
+                embedded[at] = True
+                wide = block[at - start].astype(np.float64)
+                total += wide.sum(axis=0)
+                square += wide.T @ wide
+                count += len(at)
+            vectors.write_at(start * width, block)
+    np.save(folder / "embedded.npy", embedded)
+    mean = total / count if count else total
+    np.save(folder / "mean.npy", mean)
+    np.save(folder / "moment.npy", square / count if count else square)
+    scale, norm, error = (np.zeros(rows, np.float32) for _ in range(3))
+    code_sum = np.zeros(rows, np.int32)
+    stored = np.load(folder / "vectors.npy", mmap_mode="r")
+    with NpyFile(folder / "codes.npy", np.int8, (width, rows)) as codes, open(folder / "vectors.npy", "rb") as source:
+        for start in range(0, rows, SLICE):
+            end = min(start + SLICE, rows)
+            source.seek(stored.offset + start * width * 4)  # read, not mapped: see NpyFile
+            residual = np.frombuffer(source.read((end - start) * width * 4), np.float32).reshape(-1, width) - mean
+            residual[~embedded[start:end]] = 0.0
+            step = np.abs(residual).max(axis=1) / CODE_LIMIT
+            step[step == 0] = 1.0
+            code = np.clip(np.rint(residual / step[:, None]), -CODE_LIMIT, CODE_LIMIT)
+            for d, line in enumerate(code.T.astype(np.int8)):
+                codes.write_at(d * rows + start, line)
+            scale[start:end] = step
+            code_sum[start:end] = code.sum(axis=1)
+            norm[start:end] = np.linalg.norm(residual, axis=1)
+            error[start:end] = np.linalg.norm(residual - code * step[:, None], axis=1)
+    del stored
+    for name, array in (("code_scale", scale), ("code_sum", code_sum), ("residual_norm", norm), ("code_error", error)):
+        np.save(folder / f"{name}.npy", array)
+
+
+def _postings(con, folder: Path) -> None:
+    """Each term's postings, contiguous: terms numbered in DuckDB's order, read a run of terms at a
+    time; and the terms' order by their bytes, which a query's binary search follows."""
+    con.execute("CREATE OR REPLACE TEMP TABLE term_numbers AS SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER "
+                "AS t FROM (SELECT DISTINCT term FROM kw_postings)")
+    words = [encoded(t) for t in con.execute("SELECT term FROM term_numbers ORDER BY t").fetchnumpy()["term"].tolist()]
+    term_at = np.zeros(len(words) + 1, np.int64)
+    term_at[1:] = np.cumsum([len(w) for w in words])
+    np.save(folder / "term_at.npy", term_at)
+    np.save(folder / "terms.npy", np.frombuffer(b"".join(words), np.uint8))
+    np.save(folder / "term_order.npy", np.array(sorted(range(len(words)), key=words.__getitem__), np.int32))
+    (total,) = con.execute("SELECT count(*) FROM kw_postings JOIN chunk_rows USING (chunk_id)").fetchone()
+    with NpyFile(folder / "posting_row.npy", np.int32, (total,)) as posting_row, \
+            NpyFile(folder / "posting_tf.npy", np.float32, (total,)) as posting_tf:
+        counts = _posting_runs(con, len(words), total, posting_row, posting_tf)
+    posting_at = np.zeros(len(words) + 1, np.int64)
+    posting_at[1:] = np.cumsum(counts)
+    np.save(folder / "posting_at.npy", posting_at)
+    con.execute("DROP TABLE term_numbers")
+
+
+def _posting_runs(con, terms: int, total: int, posting_row: NpyFile, posting_tf: NpyFile) -> np.ndarray:
+    """Write every posting, a run of terms at a time, in term order; each term's count."""
+    counts = np.zeros(terms, np.int64)
+    step = max(1, -(-terms // TERM_SLICES))
+    at = 0
+    for first in range(0, terms, step):
+        last = min(first + step, terms)
+        found = con.execute("SELECT n.t, r.row, p.tf::FLOAT AS tf FROM kw_postings p JOIN chunk_rows r USING (chunk_id) "
+                            "JOIN term_numbers n USING (term) WHERE n.t >= ? AND n.t < ?", [first, last]).fetchnumpy()
+        order = np.lexsort((found["row"], found["t"]))
+        posting_row.write_at(at, found["row"][order])
+        posting_tf.write_at(at, found["tf"][order])
+        counts[first:last] = np.bincount(found["t"] - first, minlength=last - first)
+        at += len(order)
+    if at != total:
+        raise OboyuError("the index changed while its search arrays were made; try again")
+    return counts

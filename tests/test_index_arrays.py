@@ -1,0 +1,209 @@
+"""The index's arrays (oboyu.index.arrays): made beside a real DuckDB file once a generation, read
+back exactly, and ranked from by ResidentIndex with the same results as exact float32 search, on
+vectors made to crowd together (near-copies, as real collections hold) so that the int8 scan's
+bound has many rows to rule out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oboyu.index.arrays import homes
+from oboyu.index.arrays_build import arrays_of
+from oboyu.index.records import ChunkRecord, DocumentRecord
+from oboyu.index.store import Store
+from oboyu.search import SqlRanker
+from oboyu.search.int8_scan import CodeScan, candidates
+from oboyu.search.resident import ResidentIndex
+
+DIM = 48
+
+
+def crowded_vectors(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Unit vectors in a few tight clusters, with exact copies among them."""
+    centres = rng.standard_normal((6, DIM))
+    vectors = centres[rng.integers(0, 6, count)] + 0.04 * rng.standard_normal((count, DIM))
+    vectors[1::50] = vectors[::50][: len(vectors[1::50])]  # copies: ties broken by chunk id
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def fill(store: Store, vectors: np.ndarray, words: list[str], rng: np.random.Generator) -> None:
+    items = []
+    for start in range(0, len(vectors), 4):  # files of four passages, the first one the file's lead
+        path = f"/corpus/ノート {start // 4}.md"
+        records = []
+        for i, row in enumerate(range(start, min(start + 4, len(vectors)))):
+            picked = {str(w): int(rng.integers(1, 5)) for w in rng.choice(words, size=min(3, len(words)), replace=False)}
+            text = f"第{row}節 " + " ".join(picked)
+            records.append(ChunkRecord(f"c{row:05d}", i, f"見出し {i}" if i else "", i + 1, i + 2, 0, len(text), text, picked,
+                                       page_start=i or None, page_end=i or None))
+        doc = DocumentRecord(path, "/corpus", 1, 1, path, "utf-8", "markdown", f"題 {start}")
+        items.append((doc, records, vectors[start:start + len(records)]))
+    store.write_documents(items)
+
+
+@pytest.fixture
+def crowded(tmp_path: Path) -> tuple[Store, np.ndarray]:
+    rng = np.random.default_rng(11)
+    vectors = crowded_vectors(rng, 2_000)
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", DIM)
+        fill(store, vectors, [f"語{i}" for i in range(40)], rng)
+        yield store, vectors
+
+
+def exact_top(vectors: np.ndarray, query: np.ndarray, n: int, rows: np.ndarray | None = None) -> list[str]:
+    rows = np.arange(len(vectors)) if rows is None else rows
+    scores = vectors[rows] @ query
+    order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), f"c{rows[i]:05d}"))
+    return [f"c{rows[i]:05d}" for i in order[:n]]
+
+
+def same_but_near_ties(mine: list[tuple[str, float]], theirs: list[tuple[str, float]], within: float = 1e-6) -> bool:
+    """The same ranking, but where DuckDB's float sums and NumPy's differ in the last bits and two
+    passages within `within` of each other change places."""
+    if not np.allclose([s for _, s in mine], [s for _, s in theirs], atol=within):
+        return False
+    theirs_by_id = dict(theirs)
+    for rank, (cid, score) in enumerate(mine):
+        if cid != theirs[rank][0] and abs(score - theirs[rank][1]) > within:
+            return False
+        if cid in theirs_by_id and abs(theirs_by_id[cid] - score) > within:
+            return False
+    return True
+
+
+def test_the_int8_scan_finds_exactly_the_float32_best(crowded: tuple[Store, np.ndarray]) -> None:
+    store, vectors = crowded
+    resident = ResidentIndex().refresh(store)
+    rng = np.random.default_rng(3)
+    leads = np.arange(0, len(vectors), 4)
+    for _ in range(25):
+        query = vectors[rng.integers(len(vectors))] + 0.02 * rng.standard_normal(DIM).astype(np.float32)
+        query /= np.linalg.norm(query)
+        for n in (1, 10, 100):
+            got = resident.vector_scores(query, n)
+            assert [cid for cid, _ in got] == exact_top(vectors, query, n)
+            assert [cid for cid, _ in resident.vector_scores(query, n, leads_only=True)] == exact_top(vectors, query, n, leads)
+        assert same_but_near_ties(resident.vector_scores(query, 30), SqlRanker(store).vector_scores(query, 30))
+        cosines = vectors @ query
+        assert np.allclose(resident.cosine_spread(query), (cosines.mean(), cosines.std(), len(vectors)), atol=1e-5)
+
+
+def test_the_bound_holds_for_every_row(crowded: tuple[Store, np.ndarray]) -> None:
+    store, vectors = crowded
+    scan = CodeScan(arrays_of(store))
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        anywhere = rng.standard_normal(DIM).astype(np.float32)
+        near = vectors[rng.integers(len(vectors))] + 0.05 * anywhere
+        for query in (anywhere / np.linalg.norm(anywhere), near / np.linalg.norm(near)):
+            score, bound = scan.approximate(query)
+            assert np.all(np.abs(vectors @ query - score) <= bound)
+        kept = candidates(score, bound, None, 10)
+        assert len(kept) < len(vectors) / 4  # near a passage, as queries are: most rows ruled out
+        assert set(np.argsort(-(vectors @ query))[:10]) <= set(kept.tolist())
+
+
+def test_display_fields_and_postings_read_back_as_the_tables_hold_them(crowded: tuple[Store, np.ndarray]) -> None:
+    store, _ = crowded
+    resident = ResidentIndex().refresh(store)
+    ids = ["c00000", "c00001", "c01999", "absent"]
+    assert resident.chunks_by_id(ids) == SqlRanker(store).chunks_by_id(ids)
+    assert resident.files_of_chunks(ids) == SqlRanker(store).files_of_chunks(ids)
+    terms = ["語1", "語7", "語39", "ない語"]
+    assert resident.term_rarity(terms) == pytest.approx(SqlRanker(store).term_rarity(terms))
+    assert resident.terms_in(ids[:3], terms) == SqlRanker(store).terms_in(ids[:3], terms)
+    assert same_but_near_ties(resident.keyword_scores(terms, 50), SqlRanker(store).keyword_scores(terms, 50), 1e-5)
+
+
+def test_one_folder_a_generation_made_again_when_stale_or_damaged(crowded: tuple[Store, np.ndarray]) -> None:
+    store, vectors = crowded
+    base = homes(store.path)[0]
+    first = arrays_of(store)
+    assert [p.name for p in base.iterdir()] == [first.generation]
+    assert arrays_of(store).folder == first.folder  # opened, not made again
+    fill(store, vectors[:4], ["新語"], np.random.default_rng(1))  # a write: a new generation
+    second = arrays_of(store)
+    assert second.generation != first.generation
+    assert [p.name for p in base.iterdir()] == [second.generation]  # the old one removed
+    assert second.postings("新語") is not None
+    (second.folder / "meta.json").unlink()  # a folder whose writing stopped
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (base / f".building-{dead.stdout.strip()}-0000").mkdir()  # left by a killed build
+    mine = base / f".building-{os.getpid()}-1111"
+    mine.mkdir()  # a build still under way in a live process: kept
+    again = arrays_of(store)
+    assert (again.folder / "meta.json").exists()
+    assert sorted(p.name for p in base.iterdir()) == sorted([again.generation, mine.name])
+
+
+def test_an_index_being_embedded_ranks_only_its_vectors(tmp_path: Path) -> None:
+    """Rows whose vector the meaning pass has not made yet (NaN in the store) are left out of
+    the vector legs and of the cosine spread."""
+    rng = np.random.default_rng(2)
+    vectors = crowded_vectors(rng, 40)
+    waiting = vectors.copy()
+    waiting[::3] = np.nan
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", DIM)
+        fill(store, waiting, ["語"], rng)
+        resident = ResidentIndex().refresh(store)
+        embedded = np.flatnonzero(~np.isnan(waiting[:, 0]))
+        query = vectors[1]
+        assert [cid for cid, _ in resident.vector_scores(query, 10)] == exact_top(vectors, query, 10, embedded)
+        assert resident.cosine_spread(query)[2] == len(embedded)
+        assert np.isclose(resident.cosine_spread(query)[0], float((vectors[embedded] @ query).mean()), atol=1e-5)
+
+
+def test_a_folder_that_cannot_hold_them_sends_them_to_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where nothing can be written beside the index file (here a file is in the way; a
+    read-only folder fails the same way), the arrays go to the user's cache folder."""
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(6)
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", DIM)
+        fill(store, crowded_vectors(rng, 8), ["語"], rng)
+        beside, cached = homes(store.path)
+        beside.write_text("in the way")
+        arrays = arrays_of(store)
+        assert arrays.folder.parent == cached and cached.is_relative_to(tmp_path / "cache")
+        assert arrays_of(store).folder == arrays.folder
+        assert ResidentIndex().refresh(store).keyword_scores(["語"], 3)
+
+
+KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+from oboyu.index import arrays_build
+from oboyu.index.store import Store
+def stalled(*args):
+    print("building", flush=True)
+    time.sleep(600)  # killed here, its vectors written and its postings not
+arrays_build._postings = stalled
+with Store(Path(sys.argv[1]), read_only=True) as store:
+    arrays_build.arrays_of(store)
+"""
+
+
+def test_a_build_killed_half_way_leaves_the_index_whole(crowded: tuple[Store, np.ndarray], tmp_path: Path) -> None:
+    store, vectors = crowded
+    db = store.path
+    store.close()
+    process = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(db)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "building"
+    process.kill()
+    process.wait()
+    base = homes(db)[0]
+    (left,) = base.iterdir()
+    assert left.name.startswith(".building-") and (left / "vectors.npy").exists()
+    with Store(db, read_only=True) as reopened:
+        resident = ResidentIndex().refresh(reopened)
+        assert [p.name for p in base.iterdir()] == [resident.generation]  # the half-made folder removed
+        query = vectors[7]
+        assert [cid for cid, _ in resident.vector_scores(query, 5)] == exact_top(vectors, query, 5)
