@@ -207,3 +207,33 @@ def test_a_build_killed_half_way_leaves_the_index_whole(crowded: tuple[Store, np
         assert [p.name for p in base.iterdir()] == [resident.generation]  # the half-made folder removed
         query = vectors[7]
         assert [cid for cid, _ in resident.vector_scores(query, 5)] == exact_top(vectors, query, 5)
+
+
+def test_oboyu_index_makes_them_and_a_one_shot_query_ranks_from_them(oboyu_env: dict[str, str], tmp_path: Path) -> None:
+    """A plain `oboyu query` after `oboyu index` ranks from the arrays (the same answer as from
+    the tables); a filtered one, and one on an index changed since, from the tables."""
+    import json
+    import shutil
+
+    from conftest import EXAMPLE_NOTES, run_oboyu
+
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLE_NOTES, notes)
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    db = Path(oboyu_env["OBOYU_DB"])
+    (folder,) = homes(db)[0].iterdir()
+    asked = ("query", "--json", "--all", "-k", "5", "--", "カレーの作り方")
+
+    def answer() -> list[tuple[str, int, float]]:
+        done = run_oboyu(oboyu_env, *asked)
+        assert done.returncode == 0, done.stderr
+        return [(r["path"], r["rank"], r["score"]) for r in json.loads(done.stdout)]
+
+    from_arrays = answer()
+    (folder / "vectors.npy").unlink()  # no longer arrays: this query goes to the tables
+    from_tables = answer()
+    assert [p for p, _, _ in from_arrays] == [p for p, _, _ in from_tables]
+    assert np.allclose([c for _, _, c in from_arrays], [c for _, _, c in from_tables], atol=2e-4)
+    shutil.rmtree(folder)
+    assert run_oboyu(oboyu_env, "index").returncode == 0  # nothing changed: the arrays made again all the same
+    assert (homes(db)[0] / folder.name / "meta.json").exists()

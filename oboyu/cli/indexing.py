@@ -65,6 +65,7 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
     with _indexer(path, quiet, follow_symlinks, full, model, cluster) as indexer:
         stats = indexer.index(paths, name, description) if paths else indexer.update()
     _report(stats, quiet, verbose)
+    _make_search_arrays(path, quiet)
     if watch:
         _watch(indexer, path, quiet, verbose)
 
@@ -84,6 +85,7 @@ def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, ve
     with _indexer(path, quiet, False, full, None, cluster) as indexer:
         stats = indexer.update(names)
     _report(stats, quiet, verbose)
+    _make_search_arrays(path, quiet)
 
 
 @click.command()
@@ -101,6 +103,7 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
         for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
             click.echo(visible(f"removed {root.name} ({root.path}): {files} files"), err=True)
+    _make_search_arrays(path, quiet=False)
 
 
 @click.command()
@@ -164,6 +167,30 @@ def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: st
             workers = stack.enter_context(api.open_cluster(cluster, embedder, notify))
         # the model loads only when something needs embedding; the index opens only to write
         yield api.open_indexer(IndexFile(db), embedder, progress=progress, full=full, follow_symlinks=follow_symlinks, workers=workers)
+
+
+SAY_ARRAYS_FROM = 50_000  # passages: below this the arrays take a few seconds at most, said nothing of
+
+
+def _make_search_arrays(db: Path, quiet: bool) -> None:
+    """The index's search arrays (oboyu.index.arrays) for what this run left, so that the next
+    query, and the app or MCP server when they open the index, rank from them at once. A failure
+    costs only that: whoever opens the index next makes them."""
+    from oboyu.index.arrays_build import arrays_of, made_arrays
+
+    try:
+        with open_reading(db) as store:
+            if made_arrays(store) is not None:
+                return
+            (_, passages) = store.counts()
+            started = time.perf_counter()
+            if passages >= SAY_ARRAYS_FROM and not quiet:
+                click.echo(f"making the search arrays of {passages:,} passages (about a minute and a half a million)", err=True)
+            arrays_of(store)
+            if passages >= SAY_ARRAYS_FROM and not quiet:
+                click.echo(f"made the search arrays in {time.perf_counter() - started:.0f} s", err=True)
+    except OboyuError as error:
+        click.echo(f"oboyu: the search arrays were not made ({error}); the app or a search will make them", err=True)
 
 
 def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:

@@ -136,12 +136,15 @@ def answer_once(asked: Asked, path: Path, rerank: bool | None, out: TextIO, err:
     """Answer from the index file, loading the model for this one query; returns the exit code."""
     from oboyu.models.loading import load_embedder, load_reranker
     from oboyu.search.query import search
+    from oboyu.search.resident import ResidentIndex
 
     with open_reading(path) as store:
         filters = asked.filters(store, err)
         embedder = load_embedder(store.model_id(), progress=ProgressLine()) if asked.mode.uses_vectors else None
         _say_coverage(asked.mode, *store.vector_coverage(), err)
-        results = search(SqlRanker(store), embedder, asked.text, asked.k, filters, mode=asked.mode, group=asked.group,
+        # the index's arrays when made: a large index then costs a scan of its int8 codes, not of its tables
+        ranker = (ResidentIndex.if_made(store) if asked.is_plain else None) or SqlRanker(store)
+        results = search(ranker, embedder, asked.text, asked.k, filters, mode=asked.mode, group=asked.group,
                          reranker=load_reranker(rerank))
     return show_answer(asked, results, out, err)
 

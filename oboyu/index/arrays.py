@@ -28,6 +28,8 @@ from oboyu.paths import cache_dir
 FORMAT = 1  # bumped when the files change: an older folder is made again
 META = "meta.json"
 CODE_LIMIT = 127  # codes lie in [-127, 127]
+QUERY_LIMIT = 63  # a query's codes lie in [-63, 63], sent to the scan as 1..127 (ZERO_POINT added)
+ZERO_POINT = 64
 
 
 @dataclass
@@ -64,6 +66,7 @@ class IndexArrays:
     # the vectors' file, held open from the start: another process may remove this generation's
     # folder once it has made a newer one, and an open file outlives that (the maps do too)
     vector_file: int = -1
+    scan_model: bytes = b""  # the int8 scan's ONNX graph (search/int8_scan.py)
     _found: dict[str, int | None] = field(default_factory=dict, repr=False)
 
     @property
@@ -176,11 +179,13 @@ def open_arrays(folder: Path) -> IndexArrays | None:
             return None
         loaded = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAY_FILES}
         documents = json.loads((folder / "documents.json").read_text(encoding="utf-8"))
+        scan_model = (folder / "scan.onnx").read_bytes()
     except (OSError, ValueError):
         return None
     if any(len(loaded[name]) != meta["rows"] for name in ("ids", "document", "places", "embedded", "leads", "lengths")):
         return None  # damaged: made again
-    arrays = IndexArrays(folder, meta["generation"], meta["model_id"], meta["dim"], documents=documents, **loaded)
+    arrays = IndexArrays(folder, meta["generation"], meta["model_id"], meta["dim"], documents=documents,
+                         scan_model=scan_model, **loaded)
     arrays.vector_file = os.open(folder / "vectors.npy", os.O_RDONLY | getattr(os, "O_BINARY", 0))
     weakref.finalize(arrays, os.close, arrays.vector_file)
     return arrays

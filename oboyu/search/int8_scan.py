@@ -2,46 +2,32 @@
 one query against every row in one integer matrix product, with a bound on each row's error, so
 that only the rows the bound cannot rule out are scored exactly.
 
-The product runs in onnxruntime's MatMulInteger (uint8 query x int8 codes), whose kernels use the
-CPU's integer dot products (AVX-512 VNNI, AVX2, ARM's dot product): 11 ms for a million rows of
-384 here, against 67 ms for NumPy's float32 product and 170 ms for NumPy's int8 one. The query is
-held to 7 bits (codes 1..127 around a zero point of 64) so that AVX2's pairwise 16-bit sums of
-uint8 x int8 can never saturate, and the product is exact on every CPU.
+The product runs in onnxruntime's MatMulInteger (uint8 query x int8 codes; the graph is kept with
+the arrays, `arrays_build.scan_model`), whose kernels use the CPU's integer dot products (AVX-512
+VNNI, AVX2, ARM's dot product): 11 ms for a million rows of 384 here, against 67 ms for NumPy's
+float32 product and 170 ms for NumPy's int8 one. The query is held to 7 bits (codes 1..127 around
+64) so that AVX2's pairwise 16-bit sums of uint8 x int8 can never saturate, and the product is
+exact on every CPU.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from oboyu.index.arrays import IndexArrays
+from oboyu.index.arrays import QUERY_LIMIT, ZERO_POINT, IndexArrays
 
-QUERY_LIMIT = 63  # query codes in [-63, 63], sent as 1..127 with zero point 64
-ZERO_POINT = 64
 ROUNDING = 1e-5  # float32 arithmetic in the bound and the exact scores, with room to spare
 
 
 class CodeScan:
     def __init__(self, arrays: IndexArrays, threads: int | None = None):
-        import onnxruntime as ort  # imported by the first long-lived search only
-        from onnx import TensorProto, helper
+        import onnxruntime as ort  # imported by the first vector search only
 
         self.arrays = arrays
-        dim = arrays.codes.shape[0]
-        # no zero point: with one, the kernel sums every code column again each run (26 against
-        # 11 ms at a million rows); each row's code sum, kept with the arrays, takes it out instead
-        node = helper.make_node("MatMulInteger", ["query", "codes"], ["product"])
-        graph = helper.make_graph(
-            [node], "int8_scan",
-            [helper.make_tensor_value_info("query", TensorProto.UINT8, [1, dim]),
-             helper.make_tensor_value_info("codes", TensorProto.INT8, [dim, None])],
-            [helper.make_tensor_value_info("product", TensorProto.INT32, [1, None])],
-        )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-        model.ir_version = 8
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(arrays.scan_model, options, providers=["CPUExecutionProvider"])
         self.codes = np.ascontiguousarray(arrays.codes)  # a memory map, as is: never copied
 
     def approximate(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from oboyu.errors import OboyuError
 from oboyu.index.arrays import IndexArrays
-from oboyu.index.arrays_build import arrays_of
+from oboyu.index.arrays_build import arrays_of, made_arrays
 from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
 from oboyu.search.filters import Filters
@@ -42,10 +42,23 @@ class ResidentIndex:
         self.folders = {root.path: root for root in store.roots()}
         return self
 
+    @classmethod
+    def if_made(cls, store: Store) -> ResidentIndex | None:
+        """The index from the arrays of the store's generation when they are made already (`oboyu
+        index` makes them at the end of a run, a long-lived process when it opens the index);
+        None otherwise: a one-shot query ranks in SQL rather than make them."""
+        arrays = made_arrays(store)
+        if arrays is None:
+            return None
+        resident = cls()
+        resident._open(arrays)
+        resident.folders = {root.path: root for root in store.roots()}
+        return resident
+
     def _open(self, arrays: IndexArrays) -> None:
         self._last_scores = None
         self.arrays = arrays
-        self._scan = CodeScan(arrays, min(os.cpu_count() or 1, 4)) if arrays.embedded.any() else None
+        self._scan = None  # made by the first vector search: a keyword search needs no onnxruntime
         self.has_vector = np.asarray(arrays.embedded)
         self._leads_embedded = self.has_vector & arrays.leads
         lengths = np.asarray(arrays.lengths)
@@ -82,7 +95,7 @@ class ResidentIndex:
                       leads_only: bool = False) -> Scores:
         """The n best rows by cosine: those the int8 scan's bound cannot rule out, scored exactly."""
         _unfiltered(filters)
-        if self._scan is None:
+        if not self.has_vector.any():
             return []
         score, bound = self._approximate(query_vector)
         eligible: np.ndarray | None = self._leads_embedded if leads_only else self.has_vector
@@ -107,7 +120,8 @@ class ResidentIndex:
 
     def _approximate(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The int8 scan of the query against every row; hybrid asks twice a query: one scan."""
-        assert self._scan is not None
+        if self._scan is None:
+            self._scan = CodeScan(self._index, min(os.cpu_count() or 1, 4))
         key = query_vector.astype(np.float32).tobytes()
         last = self._last_scores
         if last is None or last[0] != key or last[1] != self.generation:
