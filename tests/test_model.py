@@ -14,7 +14,7 @@ from oboyu.models import tokenization
 from oboyu.models.default.build import FIDELITY_THRESHOLD, build_default_model, measure_fidelity, probe_texts
 from oboyu.models.embedding import Embedder, prepare
 from oboyu.models.install import EXTERNAL_SUFFIX
-from oboyu.models.light_tokenizer import LightTokenizer
+from oboyu.models.light_tokenizer import LIGHT_TOKENIZER_FILE, LightTokenizer, SortedPieces
 from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
 from oboyu.models.tokenization import load_tokenizer
 
@@ -125,13 +125,25 @@ def test_the_light_tokenizer_equals_the_full_one(embedder: Embedder, model_dir: 
                (DEV_SET / "queries.jsonl").read_text(encoding="utf-8").splitlines()[:400]]
     texts = queries + probe_texts(100, 500, embedder.count_tokens) + EDGE_TEXTS
     texts += ["passage: " + prepare(t) for t in texts]
-    light = embedder.tokenizer
-    assert isinstance(light, LightTokenizer)
+    assert isinstance(embedder.tokenizer, LightTokenizer)
     full = load_tokenizer(model_dir / TOKENIZER_FILE)
+    searching, with_dict = LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE), LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE)
+    searching.dict_after, with_dict.dict_after = 10**12, -1  # pieces by binary search throughout; by dict
     for special in (True, False):
-        ours = [(e.ids, e.offsets) for e in light.encode_batch(texts, add_special_tokens=special)]
         theirs = [(e.ids, e.offsets) for e in full.encode_batch(texts, add_special_tokens=special)]
-        assert ours == theirs
+        for light in (searching, with_dict):
+            assert [(e.ids, e.offsets) for e in light.encode_batch(texts, add_special_tokens=special)] == theirs
+    assert isinstance(searching.ids, SortedPieces) and isinstance(with_dict.ids, dict)
+
+
+def test_a_light_tokenizer_file_without_the_sorted_order_still_loads(model_dir: Path, tmp_path: Path) -> None:
+    """A model built before the pieces' sorted order was kept: the dict from the start, the same tokens."""
+    with np.load(model_dir / LIGHT_TOKENIZER_FILE) as data:
+        np.savez(tmp_path / "old.npz", **{k: data[k] for k in data.files if k not in ("order", "longest")})
+    old, new = LightTokenizer(tmp_path / "old.npz"), LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE)
+    assert isinstance(old.ids, dict) and old.longest == new.longest
+    text = "passage: ①\u0301 ファイルの権限を変更する <mask> Restore the backup"
+    assert old.encode(text).ids == new.encode(text).ids and old.encode(text).offsets == new.encode(text).offsets
 
 
 def test_an_indexing_run_tokenizes_with_the_fast_tokenizer_and_gets_the_same_tokens(model_dir: Path) -> None:
