@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from oboyu.index.arrays import homes
-from oboyu.index.arrays_build import arrays_of
+from oboyu.index.arrays_cache import arrays_of
 from oboyu.index.records import ChunkRecord, DocumentRecord
 from oboyu.index.store import Store
 from oboyu.search import SqlRanker
@@ -180,14 +180,14 @@ def test_a_folder_that_cannot_hold_them_sends_them_to_the_cache(tmp_path: Path, 
 KILLED_BUILD = """
 import sys, time
 from pathlib import Path
-from oboyu.index import arrays_build
+from oboyu.index import arrays_build, arrays_cache
 from oboyu.index.store import Store
 def stalled(*args):
     print("building", flush=True)
     time.sleep(600)  # killed here, its vectors written and its postings not
 arrays_build._postings = stalled
 with Store(Path(sys.argv[1]), read_only=True) as store:
-    arrays_build.arrays_of(store)
+    arrays_cache.arrays_of(store)
 """
 
 
@@ -237,3 +237,60 @@ def test_oboyu_index_makes_them_and_a_one_shot_query_ranks_from_them(oboyu_env: 
     shutil.rmtree(folder)
     assert run_oboyu(oboyu_env, "index").returncode == 0  # nothing changed: the arrays made again all the same
     assert (homes(db)[0] / folder.name / "meta.json").exists()
+
+
+def test_arrays_brought_up_to_date_equal_arrays_made_anew(crowded: tuple[Store, np.ndarray], tmp_path: Path) -> None:
+    """After files added, rewritten (a new title over the same passages too), removed, renamed and
+    given their vectors, the arrays updated from the last generation's hold what a full build of
+    the same index holds, and rank the same."""
+    from oboyu.index.arrays import open_arrays
+    from oboyu.index.arrays_build import build_arrays
+    from oboyu.index.arrays_update import update_arrays
+    from oboyu.index.records import Move
+
+    store, vectors = crowded
+    rng = np.random.default_rng(8)
+    old = arrays_of(store)
+    fill(store, crowded_vectors(rng, 12), ["新語", "語3"], rng)  # rewrites ノート 0-2: new documents, new passages
+    doc = DocumentRecord("/corpus/ノート 5.md", "/corpus", 2, 2, "other", "utf-8", "markdown", "新しい題")
+    same = [ChunkRecord(f"c{row:05d}", row - 20, "", 1, 2, 0, 3, f"第{row}節", {"語1": 1}) for row in range(20, 24)]
+    store.write_documents([(doc, same, vectors[20:24])])  # the same chunk ids under a new title and terms
+    store.delete_paths(["/corpus/ノート 9.md"])
+    store.move_documents([Move("/corpus/ノート 11.md", "/corpus/移動/ノート 11.md", "/corpus", 1, 1)])
+    waiting = crowded_vectors(rng, 4)
+    doc = DocumentRecord("/corpus/後から.md", "/corpus", 1, 1, "later", "utf-8", "markdown", None)
+    later = [ChunkRecord(f"z{i}", i, "", 1, 1, 0, 2, "後で", {"後": 1}) for i in range(4)]
+    store.write_documents([(doc, later, np.full((4, DIM), np.nan, np.float32))])
+    store.add_vectors(["z0", "z2"], waiting[[0, 2]])  # the meaning pass: vectors for rows that had none
+    (tmp_path / "updated").mkdir()
+    (tmp_path / "anew").mkdir()
+    assert update_arrays(store, old, tmp_path / "updated") == build_arrays(store, tmp_path / "anew")
+    updated, anew = open_arrays(tmp_path / "updated"), open_arrays(tmp_path / "anew")
+    assert updated is not None and anew is not None
+    assert list(updated.ids) == list(anew.ids) and updated.documents == anew.documents
+    for name in ("document", "places", "leads", "lengths", "embedded", "vectors"):
+        assert np.array_equal(getattr(updated, name), getattr(anew, name)), name
+    assert [updated.hit(r) for r in range(updated.rows)] == [anew.hit(r) for r in range(anew.rows)]
+    assert np.allclose(updated.mean, anew.mean, atol=1e-9) and np.allclose(updated.moment, anew.moment, atol=1e-9)
+    assert not np.allclose(updated.centre, anew.centre)  # the codes kept the old centre
+    words = {anew.terms[anew.term_at[t]:anew.term_at[t + 1]].tobytes().decode() for t in range(len(anew.term_at) - 1)}
+    for word in words | {"語39", "ない語"}:
+        mine, theirs = updated.postings(word), anew.postings(word)
+        assert (mine is None) == (theirs is None) or len(mine[0]) == 0, word
+        if theirs is not None:
+            assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1]), word
+    resident_updated, resident_anew = ResidentIndex(), ResidentIndex()
+    resident_updated._open(updated)
+    resident_anew._open(anew)
+    everything = np.vstack([updated.vectors[r] for r in range(updated.rows)])
+    for row in rng.integers(0, updated.rows, 10).tolist():
+        query = everything[row] + 0.02 * rng.standard_normal(DIM).astype(np.float32)
+        query /= np.linalg.norm(query)
+        score, bound = CodeScan(updated).approximate(query)
+        assert np.all(np.abs(everything @ query - score)[updated.embedded] <= bound[updated.embedded])
+        assert resident_updated.vector_scores(query, 20) == resident_anew.vector_scores(query, 20)
+        assert resident_updated.vector_scores(query, 5, leads_only=True) == resident_anew.vector_scores(query, 5, leads_only=True)
+        assert np.allclose(resident_updated.cosine_spread(query), resident_anew.cosine_spread(query), atol=1e-7)
+    for terms in (["語1"], ["新語", "語3", "後"], ["語7", "語39"]):
+        assert resident_updated.keyword_scores(terms, 30) == resident_anew.keyword_scores(terms, 30)
+        assert resident_updated.term_rarity(terms) == resident_anew.term_rarity(terms)

@@ -3,6 +3,7 @@
 
     python -m benchmarks.scale.archive build SOURCE.duckdb OUT.duckdb --passages 1000000
     python -m benchmarks.scale.archive measure OUT.duckdb [--queries 20] [--json NAME]
+    python -m benchmarks.scale.archive churn COPY.duckdb [--files 10] [--rounds 3] [--json NAME]
 
 `build` grows a real index (one `oboyu index` made of real text, e.g. a development set's) inside
 DuckDB to --passages passages: each copy of the source's files gets its own paths under the same
@@ -22,6 +23,11 @@ about a minute per million passages on 2 cores.
     before the first answer), then as every later start finds them;
   - `oboyu status` wall seconds; the index's size on disk, its arrays', and its passage count.
 The queries are the source's passages' first words (--queries of them), so every one has a match.
+
+`churn` CHANGES the index it is given (run it on a copy): each round removes --files files' rows,
+as `oboyu index` does for files deleted, then times bringing the search arrays up to date from
+the last generation's, and making them anew from the same index; and the update's peak memory,
+in a process of its own.
 """
 
 from __future__ import annotations
@@ -167,6 +173,47 @@ def measure(db: Path, queries: int, rounds: int) -> dict:
     return figures
 
 
+CHURN = """
+import resource, sys, time
+from pathlib import Path
+from oboyu.index.arrays_cache import arrays_of
+from oboyu.index.store import Store
+with Store(Path(sys.argv[1]), read_only=True) as store:
+    started = time.perf_counter()
+    arrays_of(store)
+    print("made", time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def _arrays_in_own_process(db: Path) -> tuple[float, float]:
+    """Seconds to open or make the arrays, and the process's peak MB."""
+    done = subprocess.run([sys.executable, "-c", CHURN, str(db)], capture_output=True, text=True, check=True)
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("made ")]  # DuckDB may draw progress
+    _, seconds, peak = line.split()
+    return float(seconds), float(peak)
+
+
+def churn(db: Path, files: int, rounds: int) -> dict:
+    from oboyu.index.store import Store
+
+    _arrays_in_own_process(db)  # the arrays of the index as it stands
+    updates, anew, peaks = [], [], []
+    for round_ in range(rounds):
+        with Store(db) as store:
+            paths = [p for (p,) in store.con.execute("SELECT path FROM documents ORDER BY id LIMIT ? OFFSET ?",
+                                                     [files, 1000 * (round_ + 1)]).fetchall()]
+            store.delete_paths(paths)
+        seconds, peak = _arrays_in_own_process(db)
+        updates.append(seconds)
+        peaks.append(peak)
+        for folder in homes(db)[0].iterdir():  # the same generation, made anew
+            shutil.rmtree(folder)
+        anew.append(_arrays_in_own_process(db)[0])
+        harness.log(f"round {round_ + 1}: updated in {seconds:.1f} s (peak {peak:.0f} MB), made anew in {anew[-1]:.1f} s")
+    return {"files_removed_a_round": files, "update_s": round(statistics.median(updates), 1),
+            "anew_s": round(statistics.median(anew), 1), "update_peak_mb": round(max(peaks))}
+
+
 def main() -> None:
     cli = harness.parser(__doc__)
     verbs = cli.add_subparsers(dest="verb", required=True)
@@ -179,11 +226,17 @@ def main() -> None:
     gauge.add_argument("--queries", type=int, default=20, help="queries through --stdin")
     gauge.add_argument("--rounds", type=int, default=3, help="one-shot queries per mode")
     gauge.add_argument("--json", metavar="NAME", help="also write results/NAME.json")
+    changes = verbs.add_parser("churn", help="remove files from the index (a copy!) and time its arrays' update")
+    changes.add_argument("db", type=Path)
+    changes.add_argument("--files", type=int, default=10)
+    changes.add_argument("--rounds", type=int, default=3)
+    changes.add_argument("--json", metavar="NAME", help="also write results/NAME.json")
     args = cli.parse_args()
     if args.verb == "build":
         print(json.dumps(build(args.source, args.out, args.passages)))
         return
-    figures = {"machine": harness.machine(), **measure(args.db, args.queries, args.rounds)}
+    measured = churn(args.db, args.files, args.rounds) if args.verb == "churn" else measure(args.db, args.queries, args.rounds)
+    figures = {"machine": harness.machine(), **measured}
     print(json.dumps(figures, indent=1))
     if args.json:
         print(f"wrote {harness.write_json(f'{args.json}.json', figures)}", file=sys.stderr)

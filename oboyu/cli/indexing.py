@@ -176,7 +176,7 @@ def _make_search_arrays(db: Path, quiet: bool) -> None:
     """The index's search arrays (oboyu.index.arrays) for what this run left, so that the next
     query, and the app or MCP server when they open the index, rank from them at once. A failure
     costs only that: whoever opens the index next makes them."""
-    from oboyu.index.arrays_build import arrays_of, made_arrays
+    from oboyu.index.arrays_cache import arrays_of, made_arrays
 
     try:
         with open_reading(db) as store:
@@ -185,7 +185,7 @@ def _make_search_arrays(db: Path, quiet: bool) -> None:
             (_, passages) = store.counts()
             started = time.perf_counter()
             if passages >= SAY_ARRAYS_FROM and not quiet:
-                click.echo(f"making the search arrays of {passages:,} passages (about a minute and a half a million)", err=True)
+                click.echo(f"making the search arrays of {passages:,} passages", err=True)
             arrays_of(store)
             if passages >= SAY_ARRAYS_FROM and not quiet:
                 click.echo(f"made the search arrays in {time.perf_counter() - started:.0f} s", err=True)

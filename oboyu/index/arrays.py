@@ -5,7 +5,7 @@ large index then reads only the pages a query touches and holds no Python object
 DuckDB file stays the one source of truth (a missing, stale or damaged folder is made again).
 
 Rows are chunks in chunk-id order. The vectors are kept twice: as float32, for exact scores, and as
-int8 codes of each vector's difference from the mean vector (a scale a row), transposed, which a
+int8 codes of each vector's difference from a centre (the mean vector; a scale a row), transposed, which a
 query scans first; each row's residual norm and code error bound how far the codes' score can be
 from the exact one, so rescoring the rows the bound cannot rule out gives the float32 ranking.
 """
@@ -25,7 +25,7 @@ import numpy as np
 from oboyu.index.records import SearchHit
 from oboyu.paths import cache_dir
 
-FORMAT = 1  # bumped when the files change: an older folder is made again
+FORMAT = 2  # bumped when the files change: an older folder is made again
 META = "meta.json"
 CODE_LIMIT = 127  # codes lie in [-127, 127]
 QUERY_LIMIT = 63  # a query's codes lie in [-63, 63], sent to the scan as 1..127 (ZERO_POINT added)
@@ -38,9 +38,10 @@ class IndexArrays:
     generation: str
     model_id: str | None
     dim: int
+    schema: int  # the index's schema version when made: a migration rewrites rows in place
     ids: np.ndarray  # str (rows,): chunk ids, sorted
     document: np.ndarray  # int32: each row's document (an index into `documents`)
-    documents: list[list]  # [path, title, file_type, sha256, root] a document
+    documents: list[list]  # [path, title, file_type, sha256, root, id] a document, by id
     places: np.ndarray  # int32 (rows, 4): start_line, end_line, page_start, page_end (-1: none)
     heading_at: np.ndarray  # int64 (rows + 1): offsets into `headings`
     headings: np.ndarray  # uint8: UTF-8
@@ -50,11 +51,12 @@ class IndexArrays:
     leads: np.ndarray  # bool: the row is its file's first chunk
     lengths: np.ndarray  # float32: keyword terms per chunk
     vectors: np.memmap  # float32 (rows, dim); zeros where not embedded
-    codes: np.ndarray  # int8 (dim, rows): round((vector - mean) / code_scale)
+    codes: np.ndarray  # int8 (dim, rows): round((vector - centre) / code_scale)
     code_scale: np.ndarray  # float32 (rows,)
     code_sum: np.ndarray  # int32 (rows,): the sum of the row's codes
-    residual_norm: np.ndarray  # float32: |vector - mean|
-    code_error: np.ndarray  # float32: |vector - mean - code_scale * codes|
+    residual_norm: np.ndarray  # float32: |vector - centre|
+    code_error: np.ndarray  # float32: |vector - centre - code_scale * codes|
+    centre: np.ndarray  # float64 (dim,): what the codes are differences from (the mean when made)
     mean: np.ndarray  # float64 (dim,): mean of the embedded vectors
     moment: np.ndarray  # float64 (dim, dim): mean of v v^T over the embedded vectors
     term_order: np.ndarray  # int32: term numbers in the order of their UTF-8 bytes
@@ -118,7 +120,7 @@ class IndexArrays:
         return {cid: row for cid, row in zip(ids, found) if row < self.rows and self.ids[row] == cid}
 
     def hit(self, row: int) -> SearchHit:
-        path, title, file_type, sha256, _ = self.documents[int(self.document[row])]
+        path, title, file_type, sha256, *_ = self.documents[int(self.document[row])]
         start_line, end_line, page_start, page_end = (int(x) for x in self.places[row])
         return SearchHit(
             str(self.ids[row]), path, title, _slice(self.headings, self.heading_at, row), start_line, end_line,
@@ -158,7 +160,7 @@ def _slice(blob: np.ndarray, at: np.ndarray, row: int) -> str:
 
 ARRAY_FILES = (
     "ids", "document", "places", "heading_at", "headings", "text_at", "texts", "embedded", "leads", "lengths",
-    "vectors", "codes", "code_scale", "code_sum", "residual_norm", "code_error", "mean", "moment", "term_order", "term_at",
+    "vectors", "codes", "code_scale", "code_sum", "residual_norm", "code_error", "centre", "mean", "moment", "term_order", "term_at",
     "terms", "posting_at", "posting_row", "posting_tf",
 )
 
@@ -184,16 +186,16 @@ def open_arrays(folder: Path) -> IndexArrays | None:
         return None
     if any(len(loaded[name]) != meta["rows"] for name in ("ids", "document", "places", "embedded", "leads", "lengths")):
         return None  # damaged: made again
-    arrays = IndexArrays(folder, meta["generation"], meta["model_id"], meta["dim"], documents=documents,
+    arrays = IndexArrays(folder, meta["generation"], meta["model_id"], meta["dim"], meta["schema"], documents=documents,
                          scan_model=scan_model, **loaded)
     arrays.vector_file = os.open(folder / "vectors.npy", os.O_RDONLY | getattr(os, "O_BINARY", 0))
     weakref.finalize(arrays, os.close, arrays.vector_file)
     return arrays
 
 
-def write_meta(folder: Path, generation: str, model_id: str | None, dim: int, rows: int) -> None:
+def write_meta(folder: Path, generation: str, model_id: str | None, dim: int, rows: int, schema: int) -> None:
     """Written last: a folder without it is one whose writing stopped."""
-    meta = {"format": FORMAT, "generation": generation, "model_id": model_id, "dim": dim, "rows": rows}
+    meta = {"format": FORMAT, "generation": generation, "model_id": model_id, "dim": dim, "rows": rows, "schema": schema}
     path = folder / META
     path.write_text(json.dumps(meta), encoding="utf-8")
     with open(path, "rb") as handle:

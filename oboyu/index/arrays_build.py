@@ -1,88 +1,32 @@
-"""Making an index's array folder (`oboyu.index.arrays`) from its DuckDB file, once per generation.
+"""Making an index's array folder (`oboyu.index.arrays`) from its DuckDB file, in full (an older
+generation's folder is brought up to date instead where it can be: `arrays_update`).
 
 Every table is read in slices of rows (or of terms, for the postings) and written into .npy files
 with plain writes (a memory map would keep each page written in this process's resident memory),
 with DuckDB's cache held to BUILD_MEMORY, so that making the arrays of a million passages never
 holds them all in memory. It reads inside one transaction, one point in time, while an indexer in another process
-waits. The folder is written under a temporary name and renamed when complete; a run killed
-half-way leaves a `.building-*` folder that the next one removes.
+waits. The caller (`arrays_cache`) writes it under a temporary name and renames it when complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import shutil
-import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import numpy as np
 from numpy.lib import format as npy
 
 from oboyu.errors import OboyuError
-from oboyu.index.arrays import CODE_LIMIT, IndexArrays, encoded, homes, open_arrays, write_meta
+from oboyu.index.arrays import CODE_LIMIT, encoded, write_meta
 from oboyu.index.store import Store
 
 SLICE = 65_536  # rows a read
 BUILD_MEMORY = "512MB"  # DuckDB's memory limit while it reads every table once
 TERM_SLICES = 16  # the postings are read in this many runs of terms
-
-
-def arrays_of(store: Store) -> IndexArrays:
-    """The arrays of the store's current generation: opened when made already (by this process or
-    another), made otherwise; older generations' folders are removed. Beside the index file, or in
-    the user's cache folder when the index's folder is read-only."""
-    found = made_arrays(store)
-    if found is not None:
-        return found
-    places = homes(store.path)
-    failure: OSError | None = None
-    for base in places:
-        try:
-            generation = _make(store, base)
-        except OSError as error:
-            failure = failure or error
-            continue
-        _remove_old(base, keep=generation)
-        arrays = open_arrays(base / generation)
-        if arrays is None:
-            raise OboyuError(f"the index's search arrays in {base / generation} cannot be read; remove that folder")
-        return arrays
-    assert failure is not None
-    raise OboyuError(f"cannot write the index's search arrays in {places[0]}: {failure.strerror or failure}; "
-                     "free some disk space or make that folder writable") from failure
-
-
-def _make(store: Store, base: Path) -> str:
-    """Build the arrays under a temporary name in `base`, then give the folder its generation's."""
-    base.mkdir(parents=True, exist_ok=True)
-    building = base / f".building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    building.mkdir()
-    try:
-        generation = _build(store, building)
-        target = base / generation
-        shutil.rmtree(target, ignore_errors=True)  # a damaged one: made again
-        try:
-            building.rename(target)
-        except OSError:  # another process finished the same generation first
-            shutil.rmtree(building, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(building, ignore_errors=True)
-        raise
-    return generation
-
-
-def made_arrays(store: Store) -> IndexArrays | None:
-    """The arrays of the store's current generation when some process has made them (a one-shot
-    query ranks from them then, and never makes them)."""
-    generation = store.get_meta("generation") or ""
-    for base in homes(store.path) if generation else []:
-        found = open_arrays(base / generation)
-        if found is not None and found.generation == generation:
-            return found
-    return None
 
 
 def scan_model(dim: int) -> bytes:
@@ -103,38 +47,24 @@ def scan_model(dim: int) -> bytes:
     return model.SerializeToString()
 
 
-def _remove_old(base: Path, keep: str) -> None:
-    """Other generations' folders, and folders left by builds whose process is gone (best effort:
-    another process may still have an old one open, which Windows does not let go)."""
-    for folder in base.iterdir():
-        if folder.name == keep:
-            continue
-        if folder.name.startswith(".building-"):
-            pid = folder.name.split("-")[1]
-            if pid.isdigit() and _alive(int(pid)):
-                continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid() or sys.platform == "win32":  # Windows' os.kill ends the process: left for later
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, under another user
-    return True
-
-
-def _build(store: Store, folder: Path) -> str:
-    """Write every array into `folder`; returns the generation they are of."""
+@contextlib.contextmanager
+def reading_once(store: Store) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store's connection inside one transaction (one point in time: an indexer commits every
+    few seconds), with DuckDB's memory held to BUILD_MEMORY while it reads every table once."""
     con = store.con
     limit = (con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",))[0]
     con.execute(f"SET memory_limit = '{BUILD_MEMORY}'")
-    con.execute("BEGIN TRANSACTION")  # one point in time: an indexer commits every few seconds
+    con.execute("BEGIN TRANSACTION")
     try:
+        yield con
+    finally:
+        con.execute("ROLLBACK")
+        con.execute(f"SET memory_limit = '{limit}'" if limit else "RESET memory_limit")
+
+
+def build_arrays(store: Store, folder: Path) -> str:
+    """Write every array into `folder`; returns the generation they are of."""
+    with reading_once(store) as con:
         generation = store.get_meta("generation") or ""
         con.execute("CREATE OR REPLACE TEMP TABLE chunk_rows AS SELECT id AS chunk_id, "
                     "(row_number() OVER (ORDER BY id) - 1)::INTEGER AS row FROM chunks")
@@ -142,6 +72,7 @@ def _build(store: Store, folder: Path) -> str:
         ids = ids.astype(str) if len(ids) else np.array([], dtype="U1")
         rows = len(ids)
         np.save(folder / "ids.npy", ids)
+        write_documents(con, folder)
         _chunks(con, folder, ids)
         dim = int(store.get_meta("dimensions") or 0)
         _vectors(con, folder, ids, dim)
@@ -149,11 +80,32 @@ def _build(store: Store, folder: Path) -> str:
         (folder / "scan.onnx").write_bytes(scan_model(max(dim, 1)))
         model_id = store.model_id()
         con.execute("DROP TABLE chunk_rows")
-    finally:
-        con.execute("ROLLBACK")
-        con.execute(f"SET memory_limit = '{limit}'" if limit else "RESET memory_limit")
-    write_meta(folder, generation, model_id, dim, rows)
+    write_meta(folder, generation, model_id, dim, rows, schema_version(store))
     return generation
+
+
+def schema_version(store: Store) -> int:
+    return int(store.get_meta("schema_version") or 0)
+
+
+def write_documents(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[int, int]:
+    """documents.json: [path, title, file_type, sha256, root, id] a document, by id; id -> index."""
+    documents = con.execute("SELECT path, title, file_type, sha256, root, id FROM documents ORDER BY id").fetchall()
+    (folder / "documents.json").write_text(json.dumps([list(doc) for doc in documents]), encoding="utf-8")
+    return {doc[5]: i for i, doc in enumerate(documents)}
+
+
+def encode_rows(vectors: np.ndarray, centre: np.ndarray, embedded: np.ndarray) -> dict[str, np.ndarray]:
+    """The int8 codes of these rows' residuals from `centre` (zero where not embedded), each
+    row's scale, code sum, residual norm and code error."""
+    residual = vectors.astype(np.float64) - centre
+    residual[~embedded] = 0.0
+    step = np.abs(residual).max(axis=1) / CODE_LIMIT
+    step[step == 0] = 1.0
+    code = np.clip(np.rint(residual / step[:, None]), -CODE_LIMIT, CODE_LIMIT)
+    return {"codes": code.astype(np.int8), "code_scale": step.astype(np.float32), "code_sum": code.sum(axis=1).astype(np.int32),
+            "residual_norm": np.linalg.norm(residual, axis=1).astype(np.float32),
+            "code_error": np.linalg.norm(residual - code * step[:, None], axis=1).astype(np.float32)}
 
 
 class NpyFile:
@@ -193,9 +145,7 @@ def _slices(con, ids: np.ndarray, sql: str) -> Iterator[tuple[int, np.ndarray, d
 def _chunks(con, folder: Path, ids: np.ndarray) -> None:
     """Display fields, keyword lengths and which rows lead their file."""
     rows = len(ids)
-    documents = con.execute("SELECT id, path, title, file_type, sha256, root FROM documents ORDER BY id").fetchall()
-    number = {doc[0]: i for i, doc in enumerate(documents)}
-    (folder / "documents.json").write_text(json.dumps([list(doc[1:]) for doc in documents]), encoding="utf-8")
+    number = {doc[5]: i for i, doc in enumerate(json.loads((folder / "documents.json").read_text(encoding="utf-8")))}
     document, places, leads = np.zeros(rows, np.int32), np.zeros((rows, 4), np.int32), np.zeros(rows, np.bool_)
     heading_at, text_at = np.zeros(rows + 1, np.int64), np.zeros(rows + 1, np.int64)
     sql = ("SELECT chunk_id, document_id, ordinal, start_line, end_line, page_start, page_end, heading, text "
@@ -206,17 +156,17 @@ def _chunks(con, folder: Path, ids: np.ndarray) -> None:
             if not np.array_equal(found_rows[order], np.arange(start, start + len(order))):
                 raise OboyuError("the index changed while its search arrays were made; try again")
             document[found_rows] = [number[doc] for doc in found["document_id"].tolist()]
-            places[found_rows, 0] = _ints(found["start_line"], 0)
-            places[found_rows, 1] = _ints(found["end_line"], 0)
-            places[found_rows, 2] = _ints(found["page_start"], -1)
-            places[found_rows, 3] = _ints(found["page_end"], -1)
-            leads[found_rows] = _ints(found["ordinal"], -1) == 0
+            places[found_rows, 0] = ints(found["start_line"], 0)
+            places[found_rows, 1] = ints(found["end_line"], 0)
+            places[found_rows, 2] = ints(found["page_start"], -1)
+            places[found_rows, 3] = ints(found["page_end"], -1)
+            leads[found_rows] = ints(found["ordinal"], -1) == 0
             for name, blob, at in (("heading", headings, heading_at), ("text", texts, text_at)):
                 pieces = [encoded(value or "") for value in found[name][order].tolist()]
                 blob.write(b"".join(pieces))
                 at[start + 1:start + 1 + len(pieces)] = at[start] + np.cumsum([len(p) for p in pieces])
     for name in ("headings", "texts"):  # raw bytes as .npy: the header, then the bytes
-        _as_npy(folder / f"{name}.bin", folder / f"{name}.npy")
+        raw_to_npy(folder / f"{name}.bin", folder / f"{name}.npy")
     np.save(folder / "heading_at.npy", heading_at)
     np.save(folder / "text_at.npy", text_at)
     lengths = np.zeros(rows, np.float32)
@@ -227,12 +177,12 @@ def _chunks(con, folder: Path, ids: np.ndarray) -> None:
         np.save(folder / f"{name}.npy", array)
 
 
-def _ints(column: np.ndarray, missing: int) -> np.ndarray:
+def ints(column: np.ndarray, missing: int) -> np.ndarray:
     """A fetched integer column (masked where NULL) with NULL as `missing`."""
     return np.ma.filled(np.ma.asarray(column).astype(np.int64), missing)
 
 
-def _as_npy(raw: Path, target: Path) -> None:
+def raw_to_npy(raw: Path, target: Path) -> None:
     """A file of bytes as a uint8 .npy: the header, then the bytes."""
     with open(raw, "rb") as source, NpyFile(target, np.uint8, (raw.stat().st_size,)) as out:
         shutil.copyfileobj(source, out.handle, 1 << 24)
@@ -258,27 +208,24 @@ def _vectors(con, folder: Path, ids: np.ndarray, dim: int) -> None:
     np.save(folder / "embedded.npy", embedded)
     mean = total / count if count else total
     np.save(folder / "mean.npy", mean)
+    np.save(folder / "centre.npy", mean)  # the codes' centre: kept by later updates (arrays_update)
     np.save(folder / "moment.npy", square / count if count else square)
-    scale, norm, error = (np.zeros(rows, np.float32) for _ in range(3))
-    code_sum = np.zeros(rows, np.int32)
+    encoded_rows: dict[str, np.ndarray] = {name: np.zeros(rows, dtype) for name, dtype in
+                                          (("code_scale", np.float32), ("code_sum", np.int32),
+                                           ("residual_norm", np.float32), ("code_error", np.float32))}
     stored = np.load(folder / "vectors.npy", mmap_mode="r")
     with NpyFile(folder / "codes.npy", np.int8, (width, rows)) as codes, open(folder / "vectors.npy", "rb") as source:
         for start in range(0, rows, SLICE):
             end = min(start + SLICE, rows)
             source.seek(stored.offset + start * width * 4)  # read, not mapped: see NpyFile
-            residual = np.frombuffer(source.read((end - start) * width * 4), np.float32).reshape(-1, width) - mean
-            residual[~embedded[start:end]] = 0.0
-            step = np.abs(residual).max(axis=1) / CODE_LIMIT
-            step[step == 0] = 1.0
-            code = np.clip(np.rint(residual / step[:, None]), -CODE_LIMIT, CODE_LIMIT)
-            for d, line in enumerate(code.T.astype(np.int8)):
+            block = np.frombuffer(source.read((end - start) * width * 4), np.float32).reshape(-1, width)
+            made = encode_rows(block, mean, embedded[start:end])
+            for d, line in enumerate(made.pop("codes").T):
                 codes.write_at(d * rows + start, line)
-            scale[start:end] = step
-            code_sum[start:end] = code.sum(axis=1)
-            norm[start:end] = np.linalg.norm(residual, axis=1)
-            error[start:end] = np.linalg.norm(residual - code * step[:, None], axis=1)
+            for name, values in made.items():
+                encoded_rows[name][start:end] = values
     del stored
-    for name, array in (("code_scale", scale), ("code_sum", code_sum), ("residual_norm", norm), ("code_error", error)):
+    for name, array in encoded_rows.items():
         np.save(folder / f"{name}.npy", array)
 
 

@@ -37,9 +37,9 @@ class CodeScan:
         step = float(np.abs(query).max()) / QUERY_LIMIT or 1.0
         code = np.rint(query / step)
         (product,) = self.session.run(None, {"query": (code + ZERO_POINT).astype(np.uint8)[None, :], "codes": self.codes})
-        # q.v = q.mean + step*code.(scale*codes) + step*code.(residual error) + (q - step*code).residual
+        # q.v = q.centre + step*code.(scale*codes) + step*code.(residual error) + (q - step*code).residual
         exact_product = product[0] - ZERO_POINT * arrays.code_sum
-        score = (step * arrays.code_scale) * exact_product.astype(np.float32) + np.float32(query @ arrays.mean)
+        score = (step * arrays.code_scale) * exact_product.astype(np.float32) + np.float32(query @ arrays.centre)
         bound = (float(np.linalg.norm(query - step * code)) * arrays.residual_norm
                  + step * float(np.linalg.norm(code)) * arrays.code_error + ROUNDING)
         return score, bound

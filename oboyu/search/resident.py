@@ -15,7 +15,7 @@ import numpy as np
 
 from oboyu.errors import OboyuError
 from oboyu.index.arrays import IndexArrays
-from oboyu.index.arrays_build import arrays_of, made_arrays
+from oboyu.index.arrays_cache import arrays_of, made_arrays
 from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
 from oboyu.search.filters import Filters

@@ -1,0 +1,114 @@
+"""Where an index's search arrays (`oboyu.index.arrays`) are kept: one folder a generation beside
+the index file (or in the cache folder when the index's folder is read-only), found when made,
+brought from the last generation's folder when most rows carry over (`arrays_update`), built from
+the DuckDB file otherwise (`arrays_build`); other generations' folders, and half-made ones whose
+process is gone, are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+from oboyu.errors import OboyuError
+from oboyu.index.arrays import IndexArrays, homes, open_arrays
+from oboyu.index.arrays_build import build_arrays
+from oboyu.index.arrays_update import update_arrays
+from oboyu.index.store import Store
+
+
+def arrays_of(store: Store) -> IndexArrays:
+    """The arrays of the store's current generation: opened when made already (by this process or
+    another), else brought up to date from an older generation's or made; older generations'
+    folders are removed. Beside the index file, or in
+    the user's cache folder when the index's folder is read-only."""
+    found = made_arrays(store)
+    if found is not None:
+        return found
+    places = homes(store.path)
+    failure: OSError | None = None
+    for base in places:
+        try:
+            generation = _make(store, base)
+        except OSError as error:
+            failure = failure or error
+            continue
+        _remove_old(base, keep=generation)
+        arrays = open_arrays(base / generation)
+        if arrays is None:
+            raise OboyuError(f"the index's search arrays in {base / generation} cannot be read; remove that folder")
+        return arrays
+    assert failure is not None
+    raise OboyuError(f"cannot write the index's search arrays in {places[0]}: {failure.strerror or failure}; "
+                     "free some disk space or make that folder writable") from failure
+
+
+def _make(store: Store, base: Path) -> str:
+    """Build the arrays under a temporary name in `base`, then give the folder its generation's."""
+    base.mkdir(parents=True, exist_ok=True)
+    building = base / f".building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    building.mkdir()
+    try:
+        old = _older(base)
+        generation = (update_arrays(store, old, building) if old is not None else None) or build_arrays(store, building)
+        target = base / generation
+        shutil.rmtree(target, ignore_errors=True)  # a damaged one: made again
+        try:
+            building.rename(target)
+        except OSError:  # another process finished the same generation first
+            shutil.rmtree(building, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return generation
+
+
+def made_arrays(store: Store) -> IndexArrays | None:
+    """The arrays of the store's current generation when some process has made them (a one-shot
+    query ranks from them then, and never makes them)."""
+    generation = store.get_meta("generation") or ""
+    for base in homes(store.path) if generation else []:
+        found = open_arrays(base / generation)
+        if found is not None and found.generation == generation:
+            return found
+    return None
+
+
+def _older(base: Path) -> IndexArrays | None:
+    """The arrays of another generation in `base` (there is one at most, but for a moment)."""
+    try:
+        folders = sorted(base.iterdir(), key=lambda f: f.stat().st_mtime, reverse=True)
+    except OSError:  # another process removed one meanwhile: made in full
+        return None
+    for folder in folders:
+        if not folder.name.startswith(".") and (found := open_arrays(folder)) is not None:
+            return found
+    return None
+
+
+def _remove_old(base: Path, keep: str) -> None:
+    """Other generations' folders, and folders left by builds whose process is gone (best effort:
+    another process may still have an old one open, which Windows does not let go)."""
+    for folder in base.iterdir():
+        if folder.name == keep:
+            continue
+        if folder.name.startswith(".building-"):
+            pid = folder.name.split("-")[1]
+            if pid.isdigit() and _alive(int(pid)):
+                continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid() or sys.platform == "win32":  # Windows' os.kill ends the process: left for later
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, under another user
+    return True
