@@ -33,6 +33,7 @@ class ResidentIndex:
         self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
         self.folders: dict[str, Root] = {}  # each root's path -> the root (its name and description)
         self._last_scores: tuple[bytes, str | None, tuple[np.ndarray, np.ndarray]] | None = None
+        self._last_bm25: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
 
     def refresh(self, store: Store) -> ResidentIndex:
         """Reopen when the store has changed since the last load; the roots (a few rows: a
@@ -56,7 +57,7 @@ class ResidentIndex:
         return resident
 
     def _open(self, arrays: IndexArrays) -> None:
-        self._last_scores = None
+        self._last_scores = self._last_bm25 = None
         self.arrays = arrays
         self._scan = None  # made by the first vector search: a keyword search needs no onnxruntime
         self.has_vector = np.asarray(arrays.embedded)
@@ -131,11 +132,21 @@ class ResidentIndex:
     def keyword_scores(self, terms: list[str], n: int, filters: Filters | None = None,
                        weights: Mapping[str, float] | None = None, leads_only: bool = False) -> Scores:
         _unfiltered(filters)
+        scores, hit = self._bm25(terms, weights)
+        eligible = np.flatnonzero(hit & self._index.leads if leads_only else hit)
+        return self._top(eligible, scores[eligible], n)
+
+    def _bm25(self, terms: list[str], weights: Mapping[str, float] | None) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's BM25 score and whether it holds a term; hybrid asks twice a query (its
+        passages and its files' first passages): one sum."""
+        key = (tuple(sorted(set(terms))), tuple(sorted((weights or {}).items())), self.generation)
+        if self._last_bm25 is not None and self._last_bm25[0] == key:
+            return self._last_bm25[1]
         index = self._index
         total = index.rows
         scores = np.zeros(total, dtype=np.float32)
         hit = np.zeros(total, dtype=bool)
-        for term in sorted(set(terms)):  # one order: float32 sums in another differ in the last bit, and ties flip
+        for term in key[0]:  # one order: float32 sums in another differ in the last bit, and ties flip
             found = index.postings(term)
             if found is None:
                 continue
@@ -143,8 +154,8 @@ class ResidentIndex:
             weight = (weights or {}).get(term, 1.0)
             scores[rows] += weight * idf(total, len(rows)) * tf * (BM25_K1 + 1) / (tf + self.length_norm[rows])
             hit[rows] = True
-        eligible = np.flatnonzero(hit & index.leads if leads_only else hit)
-        return self._top(eligible, scores[eligible], n)
+        self._last_bm25 = (key, (scores, hit))
+        return scores, hit
 
     def term_rarity(self, terms: list[str]) -> dict[str, float]:
         index = self._index
