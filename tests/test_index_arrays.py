@@ -230,11 +230,14 @@ def test_oboyu_index_makes_them_and_a_one_shot_query_ranks_from_them(oboyu_env: 
         return [(r["path"], r["rank"], r["score"]) for r in json.loads(done.stdout)]
 
     from_arrays = answer()
+    status = json.loads(run_oboyu(oboyu_env, "status", "--json").stdout)["search_arrays"]
+    assert status["current"] and status["path"] == str(folder) and status["bytes"] > 0
     (folder / "vectors.npy").unlink()  # no longer arrays: this query goes to the tables
     from_tables = answer()
     assert [p for p, _, _ in from_arrays] == [p for p, _, _ in from_tables]
     assert np.allclose([c for _, _, c in from_arrays], [c for _, _, c in from_tables], atol=2e-4)
     shutil.rmtree(folder)
+    assert "arrays: none yet" in run_oboyu(oboyu_env, "status").stdout
     assert run_oboyu(oboyu_env, "index").returncode == 0  # nothing changed: the arrays made again all the same
     assert (homes(db)[0] / folder.name / "meta.json").exists()
 

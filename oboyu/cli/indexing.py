@@ -15,6 +15,7 @@ import click
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
+from oboyu.index.arrays_cache import arrays_state
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexStats
@@ -247,7 +248,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @click.option("--pending", is_flag=True, help="List what an update would change, changing nothing.")
 def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool) -> None:
-    """Show what the index holds: its folders, files, chunks and model."""
+    """Show what the index holds: its folders, files, chunks, model and search arrays."""
     from oboyu.index.reports import meaning_share
     from oboyu.models.manifest import OPENVINO, split_engine
     from oboyu.models.providers import choose_here
@@ -263,6 +264,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         wanted = {root.path for root in store.roots_named(list(names))} if names else None  # unknown: an error
         summaries = [r for r in store.root_summaries() if wanted is None or r.path in wanted]
         skipped = {r.path: sorted(store.skipped_under(r.path, r.path).items()) for r in summaries}
+        arrays = arrays_state(store)
     roots = [
         {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
          "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
@@ -280,14 +282,16 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
             "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; an interrupted run? `oboyu index` finishes it)"),
         "embedded_chunks": embedded,
         "bytes": file_bytes(path),
+        "search_arrays": {"path": str(arrays[0]), "current": arrays[1], "bytes": arrays[2]} if arrays else None,
         "roots": roots,
     }
     if as_json:
         click.echo(json_safe(json.dumps(info, ensure_ascii=False, indent=2)))
         return
     for key, value in info.items():
-        if key not in ("roots", "embedded_chunks"):
+        if key not in ("roots", "embedded_chunks", "search_arrays"):
             click.echo(visible(f"{key:>10}: {value}"))
+    click.echo(visible(f"{'arrays':>10}: {_arrays_line(arrays)}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
     for row, summary in zip(roots, summaries):
         missing = "" if row["exists"] else "  (missing)"
@@ -302,6 +306,15 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
             click.echo(visible(f"  {'':<16} skipped {os.path.relpath(stored, summary.path)}: {known.reason}"))
         if len(skipped[summary.path]) > SKIPS_SHOWN:
             click.echo(f"  {'':<16} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
+
+
+def _arrays_line(arrays: tuple[Path, bool, int] | None) -> str:
+    """The search arrays as `status` says them: where, how big, whether they follow the index."""
+    if arrays is None:
+        return "none yet (the next `oboyu index`, or the app when it opens the index, makes them)"
+    folder, current, size = arrays
+    state = "current" if current else "behind the index (brought up to date by the next `oboyu index` or the app)"
+    return f"{folder.parent} ({size:,} bytes, {state})"
 
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
