@@ -297,3 +297,34 @@ def test_arrays_brought_up_to_date_equal_arrays_made_anew(crowded: tuple[Store, 
     for terms in (["語1"], ["新語", "語3", "後"], ["語7", "語39"]):
         assert resident_updated.keyword_scores(terms, 30) == resident_anew.keyword_scores(terms, 30)
         assert resident_updated.term_rarity(terms) == resident_anew.term_rarity(terms)
+
+
+def test_a_new_index_in_the_old_ones_place_carries_nothing_it_should_not(tmp_path: Path) -> None:
+    """An index removed and made again at the same path restarts the document numbers: the same
+    passage under the same number but another title (whose words every passage of the file is
+    indexed with) is read anew, not carried from the old index's arrays."""
+    from oboyu.index.arrays import open_arrays
+    from oboyu.index.arrays_build import build_arrays
+
+    rng = np.random.default_rng(12)
+    vectors = crowded_vectors(rng, 8)
+    db = tmp_path / "index.duckdb"
+
+    def make(title: str, terms: dict[str, int]) -> None:
+        with Store(db) as store:
+            store.set_model("test-model", DIM)
+            doc = DocumentRecord("/corpus/a.md", "/corpus", 1, 1, "same", "utf-8", "markdown", title)
+            chunks = [ChunkRecord(f"c{i}", i, "", 1, 1, 0, 2, "本文", terms) for i in range(8)]
+            store.write_documents([(doc, chunks, vectors)])
+            arrays_of(store)
+
+    make("古い題", {"古い題": 1, "本文": 1})
+    db.unlink()
+    make("新しい題", {"新しい題": 1, "本文": 1})
+    with Store(db, read_only=True) as store:
+        updated = arrays_of(store)
+        (tmp_path / "anew").mkdir()
+        build_arrays(store, tmp_path / "anew")
+    anew = open_arrays(tmp_path / "anew")
+    assert anew is not None and updated.documents == anew.documents
+    assert updated.document_frequency("古い題") == 0 and updated.document_frequency("新しい題") == 8

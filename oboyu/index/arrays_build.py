@@ -88,11 +88,11 @@ def schema_version(store: Store) -> int:
     return int(store.get_meta("schema_version") or 0)
 
 
-def write_documents(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[int, int]:
-    """documents.json: [path, title, file_type, sha256, root, id] a document, by id; id -> index."""
-    documents = con.execute("SELECT path, title, file_type, sha256, root, id FROM documents ORDER BY id").fetchall()
-    (folder / "documents.json").write_text(json.dumps([list(doc) for doc in documents]), encoding="utf-8")
-    return {doc[5]: i for i, doc in enumerate(documents)}
+def write_documents(con: duckdb.DuckDBPyConnection, folder: Path) -> list[list]:
+    """documents.json: [path, title, file_type, sha256, root, id] a document, by id."""
+    documents = [list(doc) for doc in con.execute("SELECT path, title, file_type, sha256, root, id FROM documents ORDER BY id").fetchall()]
+    (folder / "documents.json").write_text(json.dumps(documents), encoding="utf-8")
+    return documents
 
 
 def encode_rows(vectors: np.ndarray, centre: np.ndarray, embedded: np.ndarray) -> dict[str, np.ndarray]:

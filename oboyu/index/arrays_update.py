@@ -40,7 +40,7 @@ UPDATE_UP_TO = 0.5  # beyond this share of rows new, a full build reads less
 
 def update_arrays(store: Store, old: IndexArrays, folder: Path) -> str | None:
     """Write the arrays of the store's generation into `folder` from `old` and what changed;
-    returns the generation, or None where a full build is the way (nothing written then)."""
+    returns the generation, or None where a full build is the way (which writes over it)."""
     dim = int(store.get_meta("dimensions") or 0)
     if store.model_id() != old.model_id or dim != old.dim or schema_version(store) != old.schema:
         return None
@@ -50,11 +50,12 @@ def update_arrays(store: Store, old: IndexArrays, folder: Path) -> str | None:
                             "LEFT JOIN embeddings e ON e.chunk_id = c.id ORDER BY c.id").fetchnumpy()
         ids = found["id"].astype(str) if len(found["id"]) else np.array([], "U1")
         embedded = np.asarray(found["embedded"], dtype=bool)
-        old_row = _carried(old, ids, found["document_id"].astype(np.int64), embedded)
+        documents = write_documents(con, folder)
+        old_row = _carried(old, ids, found["document_id"].astype(np.int64), embedded, documents)
         fresh = np.flatnonzero(old_row < 0)
         if len(fresh) > UPDATE_UP_TO * max(len(ids), 1):
             return None
-        number = write_documents(con, folder)
+        number = {doc[5]: i for i, doc in enumerate(documents)}
         np.save(folder / "ids.npy", ids)
         np.save(folder / "document.npy", np.array([number[d] for d in found["document_id"].tolist()], np.int32))
         np.save(folder / "leads.npy", ints(found["ordinal"], -1) == 0)
@@ -72,12 +73,16 @@ def update_arrays(store: Store, old: IndexArrays, folder: Path) -> str | None:
     return generation
 
 
-def _carried(old: IndexArrays, ids: np.ndarray, documents: np.ndarray, embedded: np.ndarray) -> np.ndarray:
-    """Each row's row in `old` when carried, else -1."""
+def _carried(old: IndexArrays, ids: np.ndarray, documents: np.ndarray, embedded: np.ndarray,
+             now: list[list]) -> np.ndarray:
+    """Each row's row in `old` when carried, else -1. Its document must be the same row of the
+    documents table, word for word (path, title, type, hash, root, id): a title is indexed with
+    every passage of its file."""
     if not old.rows or not len(ids):
         return np.full(len(ids), -1, np.int64)
     at = np.minimum(np.searchsorted(old.ids, ids), old.rows - 1)
-    old_documents = np.array([doc[5] for doc in old.documents], np.int64)
+    current = {doc[5]: doc for doc in now}
+    old_documents = np.array([doc[5] if current.get(doc[5]) == doc else -1 for doc in old.documents], np.int64)
     same = (old.ids[at] == ids) & (old_documents[np.asarray(old.document)[at]] == documents)
     same &= np.asarray(old.embedded)[at] == embedded
     return np.where(same, at, -1)
