@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from oboyu.index.arrays import FORMAT, META, IndexArrays, homes, open_arrays
 from oboyu.index.arrays_build import build_arrays
 from oboyu.index.arrays_update import update_arrays
 from oboyu.index.store import Store
+
+BUILDING_FOR_AT_MOST = 24 * 3600  # seconds: on Windows, a build folder older than this was left
 
 
 def arrays_of(store: Store) -> IndexArrays:
@@ -119,18 +122,26 @@ def _remove_old(base: Path, keep: str) -> None:
     for folder in base.iterdir():
         if folder.name == keep:
             continue
-        if folder.name.startswith(".building-"):
-            pid = folder.name.split("-")[1]
-            if pid.isdigit() and _alive(int(pid)):
-                continue
+        if folder.name.startswith(".building-") and _still_building(folder):
+            continue
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid() or sys.platform == "win32":  # Windows' os.kill ends the process: left for later
+def _still_building(folder: Path) -> bool:
+    """Whether the process that builds in this folder may still run. Windows cannot be asked
+    without ending the process (os.kill): there a folder untouched for a day is taken as left."""
+    pid = folder.name.split("-")[1]
+    if not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
         return True
+    if sys.platform == "win32":
+        try:
+            return time.time() - folder.stat().st_mtime < BUILDING_FOR_AT_MOST
+        except OSError:
+            return False
     try:
-        os.kill(pid, 0)
+        os.kill(int(pid), 0)
     except ProcessLookupError:
         return False
     except OSError:
