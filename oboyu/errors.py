@@ -7,3 +7,8 @@ class OboyuError(Exception):
 
 class IndexBusyError(OboyuError):
     """Another process holds the index file's write lock."""
+
+
+class ArraysUnwritableError(OboyuError):
+    """Nowhere to write an index's search arrays (a full disk, read-only folders): searches rank
+    in the index file instead."""

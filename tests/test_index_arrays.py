@@ -97,7 +97,9 @@ def test_the_int8_scan_finds_exactly_the_float32_best(crowded: tuple[Store, np.n
 
 def test_the_bound_holds_for_every_row(crowded: tuple[Store, np.ndarray]) -> None:
     store, vectors = crowded
-    scan = CodeScan(arrays_of(store))
+    arrays = arrays_of(store)
+    arrays.scan_model = arrays.scan_model[:50]  # a damaged scan.onnx: the graph is made anew
+    scan = CodeScan(arrays)
     rng = np.random.default_rng(4)
     for _ in range(20):
         anywhere = rng.standard_normal(DIM).astype(np.float32)
@@ -253,12 +255,14 @@ def test_arrays_brought_up_to_date_equal_arrays_made_anew(crowded: tuple[Store, 
 
     store, vectors = crowded
     rng = np.random.default_rng(8)
+    doc = DocumentRecord("/corpus/消える.md", "/corpus", 1, 1, "gone", "utf-8", "markdown", None)
+    store.write_documents([(doc, [ChunkRecord("y0", 0, "", 1, 1, 0, 2, "消える", {"消える語": 1})], vectors[:1])])
     old = arrays_of(store)
     fill(store, crowded_vectors(rng, 12), ["新語", "語3"], rng)  # rewrites ノート 0-2: new documents, new passages
     doc = DocumentRecord("/corpus/ノート 5.md", "/corpus", 2, 2, "other", "utf-8", "markdown", "新しい題")
     same = [ChunkRecord(f"c{row:05d}", row - 20, "", 1, 2, 0, 3, f"第{row}節", {"語1": 1}) for row in range(20, 24)]
     store.write_documents([(doc, same, vectors[20:24])])  # the same chunk ids under a new title and terms
-    store.delete_paths(["/corpus/ノート 9.md"])
+    store.delete_paths(["/corpus/ノート 9.md", "/corpus/消える.md"])  # 消える語: a term no passage holds any more
     store.move_documents([Move("/corpus/ノート 11.md", "/corpus/移動/ノート 11.md", "/corpus", 1, 1)])
     waiting = crowded_vectors(rng, 4)
     doc = DocumentRecord("/corpus/後から.md", "/corpus", 1, 1, "later", "utf-8", "markdown", None)
@@ -294,9 +298,14 @@ def test_arrays_brought_up_to_date_equal_arrays_made_anew(crowded: tuple[Store, 
         assert resident_updated.vector_scores(query, 20) == resident_anew.vector_scores(query, 20)
         assert resident_updated.vector_scores(query, 5, leads_only=True) == resident_anew.vector_scores(query, 5, leads_only=True)
         assert np.allclose(resident_updated.cosine_spread(query), resident_anew.cosine_spread(query), atol=1e-7)
-    for terms in (["語1"], ["新語", "語3", "後"], ["語7", "語39"]):
+    gone = [w for w in (old.terms[old.term_at[t]:old.term_at[t + 1]].tobytes().decode() for t in range(len(old.term_at) - 1))
+            if w not in words]
+    assert gone and all(len(updated.postings(w)[0]) == 0 for w in gone)  # kept with no postings
+    some = [str(cid) for cid in updated.ids[:50]]
+    for terms in (["語1"], ["新語", "語3", "後"], ["語7", "語39"], gone):
         assert resident_updated.keyword_scores(terms, 30) == resident_anew.keyword_scores(terms, 30)
         assert resident_updated.term_rarity(terms) == resident_anew.term_rarity(terms)
+        assert resident_updated.terms_in(some, terms) == resident_anew.terms_in(some, terms)
 
 
 def test_a_new_index_in_the_old_ones_place_carries_nothing_it_should_not(tmp_path: Path) -> None:
@@ -328,3 +337,36 @@ def test_a_new_index_in_the_old_ones_place_carries_nothing_it_should_not(tmp_pat
     anew = open_arrays(tmp_path / "anew")
     assert anew is not None and updated.documents == anew.documents
     assert updated.document_frequency("古い題") == 0 and updated.document_frequency("新しい題") == 8
+
+
+def test_with_nowhere_to_write_them_long_lived_searches_use_the_index_file(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both places taken (files in the way; a full disk fails the same way): the app, MCP,
+    `--stdin` and `serve` answer from the index file, as a one-shot query does, and say why once."""
+    from oboyu.errors import ArraysUnwritableError
+    from oboyu.modes import Mode
+    from oboyu.search.live import LiveIndex
+
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(7)
+    with Store(tmp_path / "index.duckdb") as store:
+        store.set_model("test-model", DIM)
+        fill(store, crowded_vectors(rng, 8), ["語"], rng)
+        for place in homes(store.path):
+            place.parent.mkdir(parents=True, exist_ok=True)
+            place.write_text("in the way")
+        with pytest.raises(ArraysUnwritableError, match="cache"):  # both places named
+            arrays_of(store)
+    live = LiveIndex(tmp_path / "index.duckdb")
+    answer = live.search("語", Mode.KEYWORD, k=3)
+    assert answer.results and live.unwritable is not None
+    assert live.coverage() == (8, 8)
+    assert set(live.file_roots()) == {f"/corpus/ノート {i}.md" for i in range(2)}
+    for place in homes(tmp_path / "index.duckdb"):
+        place.unlink()  # room again: tried when the index next changes, not at every query
+    live.search("語", Mode.KEYWORD, k=3)
+    assert live.resident.arrays is None
+    with Store(tmp_path / "index.duckdb") as store:
+        fill(store, crowded_vectors(rng, 4), ["語"], rng)
+    again = live.search("語", Mode.KEYWORD, k=3)
+    assert live.unwritable is None and live.resident.arrays is not None and again.results

@@ -180,3 +180,18 @@ def test_an_index_keeps_the_engine_its_vectors_came_from(oboyu_env, model_dir, t
     asked = run_oboyu({**oboyu_env, "OBOYU_PROVIDER": "openvino"}, "query", "議事録")
     assert asked.returncode != 0 and "Traceback" not in asked.stderr
     assert "built with model" in asked.stderr and len(asked.stderr.strip().splitlines()) == 1, asked.stderr
+
+
+@needs_openvino
+def test_a_model_openvino_cannot_read_is_said_with_its_reason(tmp_path: Path) -> None:
+    """OpenVINO's first line says only where in its C++ it failed; the reason follows it. With a
+    compiled-model cache, loading is tried once more without it before giving up."""
+    from oboyu.models.openvino_engine import OpenVinoSession
+
+    broken = tmp_path / "model.openvino.onnx"
+    broken.write_bytes(b"not a model")
+    with pytest.raises(OboyuError) as caught:
+        OpenVinoSession(broken, 1, tmp_path / "cache")
+    message = str(caught.value)
+    assert message.startswith("OpenVINO cannot load model.openvino.onnx: ") and "Exception from src/" not in message
+    assert len(message.split(": ", 1)[1].split(";")[0].strip()) > 3

@@ -1,13 +1,15 @@
 """The index as arrays on disk, for the long-lived processes (the app, MCP, `query --stdin`,
-`oboyu serve`): made once per index generation from the DuckDB file into a folder beside it
-(`NAME.duckdb.arrays/GENERATION/`, built by `oboyu.index.arrays_build`) and memory-mapped. Opening a
-large index then reads only the pages a query touches and holds no Python object per passage; the
-DuckDB file stays the one source of truth (a missing, stale or damaged folder is made again).
+`oboyu serve`) and plain one-shot queries: one folder a generation beside the index file
+(`NAME.duckdb.arrays/GENERATION/`; kept by `arrays_cache`, made by `arrays_build`, brought up to
+date by `arrays_update`), memory-mapped. Opening a large index then reads only the pages a query
+touches and holds no Python object per passage; the DuckDB file stays the one source of truth (a
+missing, stale or damaged folder is made again).
 
-Rows are chunks in chunk-id order. The vectors are kept twice: as float32, for exact scores, and as
-int8 codes of each vector's difference from a centre (the mean vector; a scale a row), transposed, which a
-query scans first; each row's residual norm and code error bound how far the codes' score can be
-from the exact one, so rescoring the rows the bound cannot rule out gives the float32 ranking.
+Rows are chunks in chunk-id order. The vectors are kept twice: as float32, for exact scores, and
+as int8 codes of each vector's difference from a centre (the mean vector when made; a scale a
+row), transposed, which a query scans first; each row's residual norm and code error bound how
+far the codes' score can be from the exact one, so rescoring the rows the bound cannot rule out
+gives the float32 ranking.
 """
 
 from __future__ import annotations

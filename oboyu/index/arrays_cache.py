@@ -15,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from oboyu.errors import OboyuError
+from oboyu.errors import ArraysUnwritableError, OboyuError
 from oboyu.index.arrays import FORMAT, META, IndexArrays, homes, open_arrays
 from oboyu.index.arrays_build import build_arrays
 from oboyu.index.arrays_update import update_arrays
@@ -33,21 +33,20 @@ def arrays_of(store: Store) -> IndexArrays:
     if found is not None:
         return found
     places = homes(store.path)
-    failure: OSError | None = None
+    failures: list[str] = []
     for base in places:
         try:
             generation = _make(store, base)
         except OSError as error:
-            failure = failure or error
+            failures.append(f"{base}: {error.strerror or error}")
             continue
         _remove_old(base, keep=generation)
         arrays = open_arrays(base / generation)
         if arrays is None:
             raise OboyuError(f"the index's search arrays in {base / generation} cannot be read; remove that folder")
         return arrays
-    assert failure is not None
-    raise OboyuError(f"cannot write the index's search arrays in {places[0]}: {failure.strerror or failure}; "
-                     "free some disk space or make that folder writable") from failure
+    raise ArraysUnwritableError("cannot write the index's search arrays (" + "; ".join(failures) +
+                                "): free some disk space, or make one of those places a writable folder")
 
 
 def _make(store: Store, base: Path) -> str:

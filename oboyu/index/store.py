@@ -369,6 +369,10 @@ class Store(RootTable):
             if keep.any():
                 self._insert_vectors(objects(ids)[keep], vectors.astype(np.float32)[keep])
 
+    def file_roots(self) -> dict[str, str]:
+        """Path of each indexed file -> its root."""
+        return dict(self.con.execute("SELECT path, root FROM documents").fetchall())
+
     def vector_coverage(self) -> tuple[int, int]:
         """(chunks with their vector, chunks): how much of the index meaning search reaches."""
         embedded = self._number("SELECT count(*) FROM embeddings") if self.get_meta("dimensions") else 0

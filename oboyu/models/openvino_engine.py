@@ -221,8 +221,16 @@ class OpenVinoSession:
         try:
             self.compiled = openvino.Core().compile_model(str(model_file), "CPU", config)
         except RuntimeError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise OboyuError(f"OpenVINO cannot load {model_file.name}: {first}; `--provider cpu` uses onnxruntime") from exc
+            if "CACHE_DIR" not in config:
+                raise OboyuError(f"OpenVINO cannot load {model_file.name}: {_reason(exc)}; "
+                                 "`--provider cpu` uses onnxruntime") from exc
+            # the compiled form on disk may be another process's, half-written: compiled anew
+            config.pop("CACHE_DIR")
+            try:
+                self.compiled = openvino.Core().compile_model(str(model_file), "CPU", config)
+            except RuntimeError:
+                raise OboyuError(f"OpenVINO cannot load {model_file.name}: {_reason(exc)}; "
+                                 "`--provider cpu` uses onnxruntime") from exc
         self.precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT")).removeprefix("<Type: '").rstrip("'>")
         self.streams = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
         self._local = threading.local()
@@ -248,3 +256,10 @@ class OpenVinoSession:
             jobs.start_async(feed, count - 1)
         jobs.wait_all()
         return [outputs[i] for i in range(count)]
+
+
+def _reason(exc: Exception) -> str:
+    """OpenVINO's message without the line that says where in its C++ it was raised."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = [line for line in lines if not line.startswith("Exception from src/")] or lines
+    return said[0] if said else type(exc).__name__

@@ -27,7 +27,12 @@ class CodeScan:
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(arrays.scan_model, options, providers=["CPUExecutionProvider"])
+        try:
+            self.session = ort.InferenceSession(arrays.scan_model, options, providers=["CPUExecutionProvider"])
+        except Exception:  # a damaged scan.onnx (onnxruntime raises its own kinds): the graph made anew
+            from oboyu.index.arrays_build import scan_model
+
+            self.session = ort.InferenceSession(scan_model(arrays.codes.shape[0]), options, providers=["CPUExecutionProvider"])
         self.codes = np.ascontiguousarray(arrays.codes)  # a memory map, as is: never copied
 
     def approximate(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

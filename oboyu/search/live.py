@@ -11,13 +11,14 @@ takes it for each batch's write only, so other processes read between batches.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oboyu.errors import IndexBusyError, OboyuError
+from oboyu.errors import ArraysUnwritableError, IndexBusyError, OboyuError
 from oboyu.index.records import RootSummary
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
@@ -29,6 +30,7 @@ from oboyu.search.query import Result, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.search.resident import ResidentIndex
 
+logger = logging.getLogger(__name__)
 READ_WAIT_SECONDS = 0.5  # how long a query waits for another process's write lock
 
 
@@ -59,6 +61,7 @@ class LiveIndex:
         self._lock = threading.RLock()  # opening connections; the writer's life
         self._searching = threading.Lock()  # one search at a time: the app's and a handed-off query's
         self._writer: Store | None = None
+        self.unwritable: str | None = None  # why the search arrays cannot be made: rank in the file then
 
     def exists(self) -> bool:
         return self.db_path.exists()
@@ -109,15 +112,22 @@ class LiveIndex:
         """Bring the in-memory index up to date; False when another process holds the file and
         the last loaded state must do."""
         signature = self._signature()
-        if signature == self._seen and self.resident.generation is not None:
+        if signature == self._seen and (self.resident.generation is not None or self.unwritable is not None):
             return True
         try:
             with self.reading() as store:
                 self.resident.refresh(store)
+            self.unwritable = None
         except IndexBusyError:
             if self.resident.generation is None:
                 raise
             return False
+        except ArraysUnwritableError as error:  # searches rank in the index file, tried again when it changes
+            if self.unwritable is None:
+                logger.warning("%s; searching the index file meanwhile", error)
+            self.unwritable = str(error)
+            self._seen = signature
+            return True
         self._seen = signature
         return True
 
@@ -130,8 +140,9 @@ class LiveIndex:
         with self._searching:
             if filters is None or filters.is_empty():
                 fresh = self.refresh()
-                return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker),
-                              stale=not fresh)
+                if self.unwritable is None:
+                    return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker),
+                                  stale=not fresh)
             with self.reading() as store:
                 return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
 
@@ -139,6 +150,9 @@ class LiveIndex:
         """(passages with a vector, passages), from memory."""
         with self._searching:
             self.refresh()
+            if self.unwritable is not None:
+                with self.reading() as store:
+                    return store.vector_coverage()
             return int(self.resident.has_vector.sum()), len(self.resident.has_vector)
 
     def file_roots(self) -> Mapping[str, str]:
@@ -147,6 +161,9 @@ class LiveIndex:
         if not self.exists():
             return {}
         self.refresh()
+        if self.unwritable is not None:
+            with self.reading() as store:
+                return _OnDisk(store.file_roots())
         return _OnDisk(self.resident.roots)
 
     def model_id(self) -> str | None:

@@ -2,7 +2,7 @@
 `oboyu serve`): its arrays (`oboyu.index.arrays`), memory-mapped from the folder beside the index
 file, made once per index generation. A query then costs an int8 scan with exact rescoring of a
 few hundred rows, a few array sums for the keyword legs, and reads of the display fields it shows;
-nothing is held a passage beyond the arrays' pages. Reopened when the index's generation (bumped by
+no Python object is held a passage. Reopened when the index's generation (bumped by
 every write) moves. A `Ranker` for unfiltered searches; filtered ones rank in SQL (`SqlRanker`).
 """
 
@@ -167,7 +167,7 @@ class ResidentIndex:
         wanted = np.array(sorted(rows.values()), dtype=np.int64)
         for term in set(terms):
             found = self._index.postings(term)
-            if found is None or not len(wanted):
+            if found is None or not len(found[0]) or not len(wanted):  # a term whose last passage went: none
                 continue
             holding = found[0]  # ascending rows: looked up, not scanned
             at = np.minimum(np.searchsorted(holding, wanted), len(holding) - 1)
