@@ -78,7 +78,10 @@ def same_but_near_ties(mine: list[tuple[str, float]], theirs: list[tuple[str, fl
     return True
 
 
-def test_the_int8_scan_finds_exactly_the_float32_best(crowded: tuple[Store, np.ndarray]) -> None:
+@pytest.mark.parametrize("mapped_up_to", [0, 2**40], ids=["rows read from the file", "rows through the map"])
+def test_the_int8_scan_finds_exactly_the_float32_best(crowded: tuple[Store, np.ndarray], mapped_up_to: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("oboyu.index.arrays.MAPPED_VECTORS_UP_TO", mapped_up_to)
     store, vectors = crowded
     resident = ResidentIndex().refresh(store)
     rng = np.random.default_rng(3)

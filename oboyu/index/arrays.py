@@ -32,6 +32,7 @@ META = "meta.json"
 CODE_LIMIT = 127  # codes lie in [-127, 127]
 QUERY_LIMIT = 63  # a query's codes lie in [-63, 63], sent to the scan as 1..127 (ZERO_POINT added)
 ZERO_POINT = 64
+MAPPED_VECTORS_UP_TO = 128 * 2**20  # bytes (about 87,000 vectors of 384): kept mapped, read at once
 
 
 @dataclass
@@ -131,8 +132,11 @@ class IndexArrays:
         )
 
     def vector_rows(self, rows: np.ndarray) -> np.ndarray:
-        """The float32 vectors of these rows, read from the file rather than through the memory
-        map: rows read once a query do not stay in the process's resident memory."""
+        """The float32 vectors of these rows: through the memory map where all the vectors take
+        little memory, else read from the file, so that rows read once a query do not stay in
+        the process's resident memory."""
+        if self.vectors.nbytes <= MAPPED_VECTORS_UP_TO:
+            return np.asarray(self.vectors[rows])
         width = self.vectors.shape[1] * 4
         out = np.empty((len(rows), self.vectors.shape[1]), np.float32)
         for i, row in enumerate(rows.tolist()):

@@ -183,9 +183,9 @@ class ResidentIndex:
         if len(rows) > n:
             picked = np.argpartition(-scores, n - 1)[:n]
             rows, scores = rows[picked], scores[picked]
-        ids = self._index.ids
-        order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), str(ids[rows[i]])))
-        return [(str(ids[rows[i]]), float(scores[i])) for i in order]
+        names, values = np.asarray(self._index.ids[rows]).tolist(), scores.tolist()  # one read, not one a row
+        order = sorted(range(len(names)), key=lambda i: (-values[i], names[i]))
+        return [(names[i], values[i]) for i in order]
 
 
 def _unfiltered(filters: Filters | None) -> None:
