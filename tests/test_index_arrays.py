@@ -237,7 +237,8 @@ def test_oboyu_index_makes_them_and_a_one_shot_query_ranks_from_them(oboyu_env: 
     from_arrays = answer()
     status = json.loads(run_oboyu(oboyu_env, "status", "--json").stdout)["search_arrays"]
     assert status["current"] and status["path"] == str(folder) and status["bytes"] > 0
-    (folder / "vectors.npy").unlink()  # no longer arrays: this query goes to the tables
+    (folder / "vectors.npy").unlink()
+    assert json.loads(run_oboyu(oboyu_env, "status", "--json").stdout)["search_arrays"] is None  # damaged: none  # no longer arrays: this query goes to the tables
     from_tables = answer()
     assert [p for p, _, _ in from_arrays] == [p for p, _, _ in from_tables]
     assert np.allclose([c for _, _, c in from_arrays], [c for _, _, c in from_tables], atol=2e-4)

@@ -7,7 +7,6 @@ process is gone, are removed.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -16,7 +15,7 @@ import uuid
 from pathlib import Path
 
 from oboyu.errors import ArraysUnwritableError, OboyuError
-from oboyu.index.arrays import FORMAT, META, IndexArrays, homes, open_arrays
+from oboyu.index.arrays import IndexArrays, homes, open_arrays
 from oboyu.index.arrays_build import build_arrays
 from oboyu.index.arrays_update import update_arrays
 from oboyu.index.store import Store
@@ -82,11 +81,12 @@ def made_arrays(store: Store) -> IndexArrays | None:
 
 def arrays_state(store: Store) -> tuple[Path, bool, int] | None:
     """For `oboyu status`: the index's newest arrays folder, whether it is of the current
-    generation, and its bytes; None when none is made."""
+    generation, and its bytes; None when none is made (a damaged or older-format folder counts as
+    none: it is made again)."""
     generation = store.get_meta("generation") or ""
     for base in homes(store.path):
         try:
-            folders = [f for f in base.iterdir() if not f.name.startswith(".") and _current_format(f)]
+            folders = [f for f in base.iterdir() if not f.name.startswith(".") and open_arrays(f) is not None]
         except OSError:
             continue
         if folders:
@@ -94,13 +94,6 @@ def arrays_state(store: Store) -> tuple[Path, bool, int] | None:
             size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
             return folder, folder.name == generation, size
     return None
-
-
-def _current_format(folder: Path) -> bool:
-    try:
-        return json.loads((folder / META).read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError):
-        return False
 
 
 def _older(base: Path) -> IndexArrays | None:
