@@ -147,6 +147,17 @@ class IndexArrays:
         return self.documents[int(self.document[row])][0]
 
 
+def read_rows(array: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Rows start..end of a memory-mapped .npy, read from its file rather than through the map
+    (pages read once stay out of the process's resident memory)."""
+    width = int(np.prod(array.shape[1:]))
+    if end <= start:
+        return np.zeros((0, *array.shape[1:]), array.dtype)
+    offset = array.offset + start * width * array.dtype.itemsize  # type: ignore[attr-defined]
+    with open(array.filename, "rb") as handle:  # type: ignore[attr-defined]
+        return np.fromfile(handle, array.dtype, (end - start) * width, offset=offset).reshape(-1, *array.shape[1:])
+
+
 def _read_at(fd: int, size: int, offset: int) -> bytes:
     if hasattr(os, "pread"):
         return os.pread(fd, size, offset)

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib import format as npy
 
 from oboyu.errors import OboyuError
-from oboyu.index.arrays import CODE_LIMIT, encoded, write_meta
+from oboyu.index.arrays import CODE_LIMIT, encoded, read_rows, write_meta
 from oboyu.index.store import Store
 
 SLICE = 65_536  # rows a read
@@ -214,11 +214,10 @@ def _vectors(con, folder: Path, ids: np.ndarray, dim: int) -> None:
                                           (("code_scale", np.float32), ("code_sum", np.int32),
                                            ("residual_norm", np.float32), ("code_error", np.float32))}
     stored = np.load(folder / "vectors.npy", mmap_mode="r")
-    with NpyFile(folder / "codes.npy", np.int8, (width, rows)) as codes, open(folder / "vectors.npy", "rb") as source:
+    with NpyFile(folder / "codes.npy", np.int8, (width, rows)) as codes:
         for start in range(0, rows, SLICE):
             end = min(start + SLICE, rows)
-            source.seek(stored.offset + start * width * 4)  # read, not mapped: see NpyFile
-            block = np.frombuffer(source.read((end - start) * width * 4), np.float32).reshape(-1, width)
+            block = read_rows(stored, start, end)  # read, not mapped: see NpyFile
             made = encode_rows(block, mean, embedded[start:end])
             for d, line in enumerate(made.pop("codes").T):
                 codes.write_at(d * rows + start, line)
@@ -235,19 +234,23 @@ def _postings(con, folder: Path) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE term_numbers AS SELECT term, (row_number() OVER (ORDER BY term) - 1)::INTEGER "
                 "AS t FROM (SELECT DISTINCT term FROM kw_postings)")
     words = [encoded(t) for t in con.execute("SELECT term FROM term_numbers ORDER BY t").fetchnumpy()["term"].tolist()]
-    term_at = np.zeros(len(words) + 1, np.int64)
-    term_at[1:] = np.cumsum([len(w) for w in words])
-    np.save(folder / "term_at.npy", term_at)
-    np.save(folder / "terms.npy", np.frombuffer(b"".join(words), np.uint8))
-    np.save(folder / "term_order.npy", np.array(sorted(range(len(words)), key=words.__getitem__), np.int32))
     (total,) = con.execute("SELECT count(*) FROM kw_postings JOIN chunk_rows USING (chunk_id)").fetchone()
     with NpyFile(folder / "posting_row.npy", np.int32, (total,)) as posting_row, \
             NpyFile(folder / "posting_tf.npy", np.float32, (total,)) as posting_tf:
         counts = _posting_runs(con, len(words), total, posting_row, posting_tf)
-    posting_at = np.zeros(len(words) + 1, np.int64)
-    posting_at[1:] = np.cumsum(counts)
-    np.save(folder / "posting_at.npy", posting_at)
+    write_terms(folder, words, counts)
     con.execute("DROP TABLE term_numbers")
+
+
+def write_terms(folder: Path, words: list[bytes], counts: np.ndarray) -> None:
+    """The terms (UTF-8, by number), their order by their bytes, and where each term's postings
+    (counts[t] of them) start."""
+    for name, sizes in (("term_at", [len(w) for w in words]), ("posting_at", counts)):
+        at = np.zeros(len(words) + 1, np.int64)
+        at[1:] = np.cumsum(sizes)
+        np.save(folder / f"{name}.npy", at)
+    np.save(folder / "terms.npy", np.frombuffer(b"".join(words), np.uint8))
+    np.save(folder / "term_order.npy", np.array(sorted(range(len(words)), key=words.__getitem__), np.int32))
 
 
 def _posting_runs(con, terms: int, total: int, posting_row: NpyFile, posting_tf: NpyFile) -> np.ndarray:

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 
 from oboyu.errors import OboyuError
-from oboyu.index.arrays import IndexArrays, encoded, write_meta
+from oboyu.index.arrays import IndexArrays, encoded, read_rows, write_meta
 from oboyu.index.arrays_build import (
     SLICE,
     NpyFile,
@@ -31,6 +31,7 @@ from oboyu.index.arrays_build import (
     reading_once,
     schema_version,
     write_documents,
+    write_terms,
 )
 from oboyu.index.columns import objects, registered
 from oboyu.index.store import Store
@@ -116,17 +117,6 @@ class Fresh:
             if len(self.postings["chunk_id"]) else np.zeros(0, np.int64)
 
 
-def _read(array: np.ndarray, start: int, end: int) -> np.ndarray:
-    """Rows start..end of a memory-mapped .npy, read from its file rather than through the map
-    (pages read once stay out of the process's resident memory)."""
-    width = int(np.prod(array.shape[1:]))
-    if end <= start:
-        return np.zeros((0, *array.shape[1:]), array.dtype)
-    offset = array.offset + start * width * array.dtype.itemsize  # type: ignore[attr-defined]
-    with open(array.filename, "rb") as handle:  # type: ignore[attr-defined]
-        return np.fromfile(handle, array.dtype, (end - start) * width, offset=offset).reshape(-1, *array.shape[1:])
-
-
 def _slices(rows: int) -> list[tuple[int, int]]:
     return [(start, min(start + SLICE, rows)) for start in range(0, rows, SLICE)]
 
@@ -153,7 +143,7 @@ def _rows(old: IndexArrays, folder: Path, old_row: np.ndarray, new: Fresh) -> No
                 if kept.any():
                     spans = np.asarray(old_at)
                     low, high = int(carried[kept].min()), int(carried[kept].max()) + 1
-                    chunk = _read(old_blob, int(spans[low]), int(spans[high])).tobytes()
+                    chunk = read_rows(old_blob, int(spans[low]), int(spans[high])).tobytes()
                     for i in np.flatnonzero(kept).tolist():
                         row = int(carried[i])
                         pieces[i] = chunk[spans[row] - spans[low]:spans[row + 1] - spans[low]]
@@ -182,7 +172,7 @@ def _vectors(old: IndexArrays, folder: Path, old_row: np.ndarray, embedded: np.n
     gone[old_row[old_row >= 0]] = False
     for start, end in _slices(old.rows):
         if gone[start:end].any():
-            part = _read(old.vectors, start, end)[gone[start:end]].astype(np.float64)
+            part = read_rows(old.vectors, start, end)[gone[start:end]].astype(np.float64)
             total, square, count = total - part.sum(axis=0), square - part.T @ part, count - len(part)
     made = new.vectors[embedded[new.rows]].astype(np.float64)
     total, square, count = total + made.sum(axis=0), square + made.T @ made, count + len(made)
@@ -201,7 +191,7 @@ def _vectors(old: IndexArrays, folder: Path, old_row: np.ndarray, embedded: np.n
             block = np.zeros((end - start, width), np.float32)
             code = np.zeros((width, end - start), np.int8)
             if kept.any():
-                block[kept] = _gather(carried[kept], lambda lo, hi: _read(old.vectors, lo, hi))
+                block[kept] = _gather(carried[kept], lambda lo, hi: read_rows(old.vectors, lo, hi))
                 low, high = int(carried[kept].min()), int(carried[kept].max()) + 1
                 with open(old.codes.filename, "rb") as handle:  # type: ignore[attr-defined]
                     for d in range(width):
@@ -227,7 +217,7 @@ def _postings(old: IndexArrays, folder: Path, old_row: np.ndarray, new: Fresh) -
     term's fresh postings merged in; then the new terms' postings."""
     renumber = np.full(old.rows, -1, np.int64)
     renumber[old_row[old_row >= 0]] = np.flatnonzero(old_row >= 0)
-    blob, spans = _read(old.terms, 0, len(old.terms)).tobytes(), np.asarray(old.term_at).tolist()
+    blob, spans = read_rows(old.terms, 0, len(old.terms)).tobytes(), np.asarray(old.term_at).tolist()
     words = [blob[spans[t]:spans[t + 1]] for t in range(len(spans) - 1)]
     known = len(words)
     number = {word: t for t, word in enumerate(words)}
@@ -237,7 +227,7 @@ def _postings(old: IndexArrays, folder: Path, old_row: np.ndarray, new: Fresh) -
     fresh_terms, fresh_rows, fresh_tf = fresh_terms[order], new.posting_rows[order], new.postings["tf"][order]
     counts = np.zeros(len(words), np.int64)
     old_at = np.asarray(old.posting_at)
-    kept_postings = sum(int((renumber[_read(old.posting_row, start, min(start + 16 * SLICE, len(old.posting_row)))] >= 0).sum())
+    kept_postings = sum(int((renumber[read_rows(old.posting_row, start, min(start + 16 * SLICE, len(old.posting_row)))] >= 0).sum())
                         for start in range(0, len(old.posting_row), 16 * SLICE))
     total = kept_postings + len(fresh_terms)
     with NpyFile(folder / "posting_row.npy", np.int32, (total,)) as posting_row, \
@@ -250,12 +240,12 @@ def _postings(old: IndexArrays, folder: Path, old_row: np.ndarray, new: Fresh) -
             if first < known:
                 stop = min(last, known)
                 begin, end = int(old_at[first]), int(old_at[stop])
-                rows = renumber[_read(old.posting_row, begin, end)]
+                rows = renumber[read_rows(old.posting_row, begin, end)]
                 terms = np.repeat(np.arange(first, stop), np.diff(old_at[first:stop + 1]))
                 keep = rows >= 0
                 term_parts.append(terms[keep])
                 row_parts.append(rows[keep])
-                tf_parts.append(_read(old.posting_tf, begin, end)[keep])
+                tf_parts.append(read_rows(old.posting_tf, begin, end)[keep])
             lo, hi = np.searchsorted(fresh_terms, [first, last])
             term_parts.append(fresh_terms[lo:hi])
             row_parts.append(fresh_rows[lo:hi])
@@ -268,12 +258,5 @@ def _postings(old: IndexArrays, folder: Path, old_row: np.ndarray, new: Fresh) -
             written += len(merged)
     if written != total:
         raise OboyuError("the index's search arrays did not add up; remove their folder to make them anew")
-    posting_at = np.zeros(len(words) + 1, np.int64)
-    posting_at[1:] = np.cumsum(counts)
-    term_at = np.zeros(len(words) + 1, np.int64)
-    term_at[1:] = np.cumsum([len(w) for w in words])
-    np.save(folder / "posting_at.npy", posting_at)
-    np.save(folder / "term_at.npy", term_at)
-    np.save(folder / "terms.npy", np.frombuffer(b"".join(words), np.uint8))
-    np.save(folder / "term_order.npy", np.array(sorted(range(len(words)), key=words.__getitem__), np.int32))
+    write_terms(folder, words, counts)
 

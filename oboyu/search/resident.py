@@ -30,6 +30,7 @@ class ResidentIndex:
         self._scan: CodeScan | None = None
         self.has_vector = np.zeros(0, dtype=bool)  # rows still waiting for the meaning pass: False
         self._leads_embedded = np.zeros(0, dtype=bool)
+        self._embedded = 0
         self.length_norm = np.zeros(0, dtype=np.float32)  # k1 * (1 - b + b * len / avglen)
         self.folders: dict[str, Root] = {}  # each root's path -> the root (its name and description)
         self._last_scores: tuple[bytes, str | None, tuple[np.ndarray, np.ndarray]] | None = None
@@ -61,6 +62,7 @@ class ResidentIndex:
         self.arrays = arrays
         self._scan = None  # made by the first vector search: a keyword search needs no onnxruntime
         self.has_vector = np.asarray(arrays.embedded)
+        self._embedded = int(self.has_vector.sum())  # counted once, not at each query's two scans
         self._leads_embedded = self.has_vector & arrays.leads
         lengths = np.asarray(arrays.lengths)
         average = lengths.mean() if len(lengths) and lengths.mean() > 0 else 1.0
@@ -96,11 +98,11 @@ class ResidentIndex:
                       leads_only: bool = False) -> Scores:
         """The n best rows by cosine: those the int8 scan's bound cannot rule out, scored exactly."""
         _unfiltered(filters)
-        if not self.has_vector.any():
+        if not self._embedded:
             return []
         score, bound = self._approximate(query_vector)
         eligible: np.ndarray | None = self._leads_embedded if leads_only else self.has_vector
-        if not leads_only and self.has_vector.all():
+        if not leads_only and self._embedded == len(self.has_vector):
             eligible = None  # the usual case: no mask to apply
         rows = candidates(score, bound, eligible, n)
         exact = self._index.vector_rows(rows) @ query_vector.astype(np.float32)
@@ -108,7 +110,7 @@ class ResidentIndex:
 
     def cosine_spread(self, query_vector: np.ndarray) -> tuple[float, float, int]:
         """From the embedded vectors' mean and second moment, kept with the arrays: no scan."""
-        count = int(self.has_vector.sum())
+        count = self._embedded
         if not count:
             return 0.0, 0.0, 0
         query = query_vector.astype(np.float64)
