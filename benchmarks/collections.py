@@ -41,10 +41,10 @@ def _queries(path: Path) -> list[Query]:
             for r in read_jsonl(path)] if path.exists() else []
 
 
-def collections(names: tuple[str, ...] | None = None) -> list[Collection]:
-    """The collections (those named, or all of them), dev sets first."""
+def collections(dev: bool = True) -> list[Collection]:
+    """Every collection, dev sets first (left out with dev=False: they are not read then)."""
     out = []
-    for name in DEV_SETS:
+    for name in DEV_SETS if dev else ():
         docs = {str(d["id"]): d["text"] for d in read_jsonl(DEV / name / "docs.jsonl.gz")}
         out.append(Collection(name, docs, _queries(DEV / name / "queries.jsonl"), off=_queries(DEV / name / "absent.jsonl")))
     for folder in sorted(p for p in (EVAL / "debian-docs").iterdir() if p.is_dir()):
@@ -52,15 +52,15 @@ def collections(names: tuple[str, ...] | None = None) -> list[Collection]:
         out.append(Collection(folder.name, docs, _queries(folder / "queries.jsonl")))
     with gzip.open(EVAL / "everyday" / "docs.jsonl.gz", "rt", encoding="utf-8") as handle:
         notes = [json.loads(line) for line in handle]
+    # each kind of question read once, with the folder of each (whose person asks it)
+    asked = {kind: list(zip(_queries(EVAL / "everyday" / f"{kind}.jsonl"), read_jsonl(EVAL / "everyday" / f"{kind}.jsonl")))
+             for kind in ("queries", "near", "off")}
     for person in sorted({n["folder"] for n in notes}):
-        def mine(path: Path, person: str = person) -> list[Query]:
-            return [q for q, row in zip(_queries(path), read_jsonl(path)) if row["folder"] == person]
-
+        mine = {kind: [q for q, row in pairs if row["folder"] == person] for kind, pairs in asked.items()}
         docs = {n["id"]: n["text"] for n in notes if n["folder"] == person}
-        out.append(Collection(f"everyday-{person}", docs, mine(EVAL / "everyday" / "queries.jsonl"),
-                              mine(EVAL / "everyday" / "near.jsonl"), mine(EVAL / "everyday" / "off.jsonl"),
+        out.append(Collection(f"everyday-{person}", docs, mine["queries"], mine["near"], mine["off"],
                               file_name=lambda doc_id: doc_id))  # the notes keep their folders and names
-    return [c for c in out if names is None or c.name in names]
+    return out
 
 
 def index_of(collection: Collection, db_dir: Path, embedder) -> Path:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.collections import DEV_SETS, Collection, ask, collections, index_of
+from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import ROOT, add_dev_sets, dev_absent, dev_docs, dev_queries, eval_index, parser, write_text
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
@@ -321,7 +321,7 @@ def main() -> None:
     # the hide line is fitted on every development collection: it only decides what is shown
     # beside a good match, and fitted on the dev sets alone it hid 5 to 10 points of right answers
     # on the others (docs/relevance.md)
-    wider = [(c, index_of(c, args.db_dir, embedder)) for c in collections() if c.name not in DEV_SETS]
+    wider = [(c, index_of(c, args.db_dir, embedder)) for c in collections(dev=False)]
     names = list(dict.fromkeys(g.name for g in groups))
     entries, curves, report = {}, {}, []
     for mode in Mode:

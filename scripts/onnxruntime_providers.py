@@ -52,7 +52,6 @@ TARGETS = (
     ("windows-amd64-directml", "onnxruntime-directml", "win_amd64", "Windows", "AMD64"),
 )
 PYTHON_VERSION = "3.11"
-PRINT_PROVIDERS = "import json, onnxruntime; print(json.dumps(onnxruntime.get_available_providers()))"
 
 
 # --- what a native module links ------------------------------------------------------------------

@@ -9,6 +9,7 @@ the keyword postings (any query term may match), best first, ties by chunk id.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -128,6 +129,13 @@ class SqlRanker:
 
     def model_id(self) -> str | None:
         return self.store.model_id()
+
+    @functools.cached_property
+    def _chunk_count(self) -> int:
+        """Chunks in the index, read once a ranker (one search) rather than at each display-field
+        fetch; it only picks how rows are read, which gives the same rows either way."""
+        (chunks,) = self.con.execute("SELECT count(*) FROM chunks").fetchone() or (0,)
+        return int(chunks)
 
     def _generation(self) -> bytes:
         """The index's generation (bumped by every write): a kept pass is of the index as it was."""
@@ -342,8 +350,7 @@ class SqlRanker:
         if not ids:
             return {}
         by_id = f"FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({sql_strings(ids)})"
-        (chunks,) = self.con.execute("SELECT count(*) FROM chunks").fetchone() or (0,)
-        if chunks < ROW_LOOKUP_FROM:
+        if self._chunk_count < ROW_LOOKUP_FROM:
             return self._hits(by_id)
         # filtered by id, DuckDB reads every chunk's text before it drops all but these; the ids'
         # row numbers first, then each row alone, skips the rest of the table
