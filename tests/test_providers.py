@@ -25,7 +25,7 @@ COREML, CUDA, TRT, DML = ("CoreMLExecutionProvider", "CUDAExecutionProvider", "T
     ([COREML, CPU], "Darwin", "arm64", COREML),
     ([COREML, CPU], "Darwin", "x86_64", CPU),  # an Intel Mac: CoreML there runs no faster than the CPU path
     ([CPU], "Darwin", "arm64", CPU),  # an onnxruntime built without CoreML
-    ([TRT, CUDA, CPU], "Linux", "x86_64", TRT),
+    ([TRT, CUDA, CPU], "Linux", "x86_64", CUDA),  # TensorRT's libraries are a package of their own
     ([CUDA, CPU], "Linux", "x86_64", CUDA),
     ([CUDA, CPU], "Windows", "AMD64", CUDA),
     ([DML, CPU], "Windows", "AMD64", DML),

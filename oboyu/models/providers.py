@@ -1,7 +1,7 @@
 """Which onnxruntime execution provider embeds on this machine, and what the machine offers.
 
-The choice follows the platform: CoreML on Apple silicon, TensorRT or CUDA where onnxruntime-gpu
-offers them, DirectML on Windows, else the CPU. `OBOYU_PROVIDER` (or `oboyu --provider`) overrides
+The choice follows the platform: CoreML on Apple silicon, CUDA where onnxruntime-gpu offers it,
+DirectML on Windows, else the CPU; TensorRT only when asked for. `OBOYU_PROVIDER` (or `oboyu --provider`) overrides
 it. A provider other than the CPU is only trusted after it has embedded a probe batch like the CPU
 does (see `Embedder.session`); its verdict is remembered per model, provider and onnxruntime
 version, so the probe runs once.
@@ -57,9 +57,10 @@ def choose(available: Sequence[str], system: str, machine: str, override: str | 
         return Choice(wanted, f"asked for ({ENV_OVERRIDE} or --provider)")
     if system == "Darwin" and machine == "arm64" and "CoreMLExecutionProvider" in available:
         return Choice("CoreMLExecutionProvider", "Apple silicon")
-    for gpu in GPU_PROVIDERS:
-        if gpu in available:
-            return Choice(gpu, "an NVIDIA GPU build of onnxruntime")
+    # not TensorRT: onnxruntime-gpu lists it whether or not TensorRT's own libraries are
+    # installed (a separate package), and it builds an engine for each new input shape
+    if "CUDAExecutionProvider" in available:
+        return Choice("CUDAExecutionProvider", "an NVIDIA GPU build of onnxruntime")
     if system == "Windows" and "DmlExecutionProvider" in available:
         return Choice("DmlExecutionProvider", "Windows with DirectML")
     return Choice(CPU, "no accelerator provider for this platform")
