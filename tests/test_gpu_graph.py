@@ -12,8 +12,8 @@ import pytest
 
 from oboyu.models import embedding
 from oboyu.models.default import gpu
-from oboyu.models.embedding import DEFAULT_GPU_GRAPH, Embedder
-from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME
+from oboyu.models.embedding import Embedder
+from oboyu.models.manifest import DEFAULT_GPU_GRAPH, MODEL_FILE, ONNXRUNTIME
 from oboyu.models.providers import CPU
 
 CUDA, TRT, COREML = "CUDAExecutionProvider", "TensorrtExecutionProvider", "CoreMLExecutionProvider"

@@ -196,14 +196,14 @@ def test_one_weak_keyword_match_is_not_scaled_up_to_a_full_leg() -> None:
 
 
 def test_near_level_files_are_ordered_by_their_confidence() -> None:
-    from oboyu.search.query import CONFIDENCE_SHARE, with_confidence
+    from oboyu.search.query import HYBRID, with_confidence
 
     fused = [("synopsis-words", 0.93), ("the-answer", 0.88), ("far-behind", 0.50)]
     confidence = {"synopsis-words": 0.18, "the-answer": 0.74, "far-behind": 0.99}
     ordered = with_confidence(fused, confidence)
     # level within the confidence's share: the stronger evidence first; far behind: stays behind
     assert [cid for cid, _ in ordered] == ["the-answer", "synopsis-words", "far-behind"]
-    assert dict(ordered)["the-answer"] == 0.88 + CONFIDENCE_SHARE * 0.74
+    assert dict(ordered)["the-answer"] == 0.88 + HYBRID.confidence_share * 0.74
     assert with_confidence(fused, dict.fromkeys(confidence, 0.5))[0][0] == "synopsis-words"  # ties keep fusion's order
 
 

@@ -13,7 +13,8 @@ from benchmarks import harness
 from oboyu.documents.keywords import words
 from oboyu.index.store import Store
 from oboyu.models.loading import load_default_embedder
-from oboyu.search.query import _best_per_file, fuse, search
+from oboyu.modes import Mode
+from oboyu.search.query import best_per_file, fuse, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.search.snippets import make_snippet
 
@@ -36,10 +37,11 @@ def main() -> None:
             by_vector = timed("vector leg", lambda: ranker.vector_scores(vector, 100))
             by_lead = timed("lead leg", lambda: ranker.vector_scores(vector, 100, leads_only=True))
             by_words = timed("keyword leg", lambda: ranker.keyword_scores(words(query), 100))
-            legs = {"vector": by_vector, "lead": by_lead, "keyword": by_words}
+            by_lead_words = timed("lead words leg", lambda: ranker.keyword_scores(words(query), 100, leads_only=True))
+            legs = {"vector": by_vector, "lead": by_lead, "keyword": by_words, "lead_words": by_lead_words}
             files = timed("files of chunks", lambda: ranker.files_of_chunks(list({c for leg in legs.values() for c, _ in leg})))
-            fused = timed("fusion", lambda: fuse(legs, "hybrid", files))
-            chosen, _ = timed("group per file", lambda: _best_per_file(files, fused, 10))
+            fused = timed("fusion", lambda: fuse(legs, Mode.HYBRID, files))
+            chosen, _ = timed("group per file", lambda: best_per_file(files, fused, 10))
             hits = timed("fetch passages", lambda: ranker.chunks_by_id([cid for cid, _ in chosen]))
             timed("snippets", lambda: [make_snippet(hit.text, query) for hit in hits.values()])
             timed("whole search()", lambda: search(ranker, embedder, query, 10))

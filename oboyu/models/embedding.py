@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from oboyu.errors import OboyuError
-from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME, OPENVINO, TOKENIZER_FILE, ModelInfo, read_manifest
+from oboyu.models.manifest import (
+    DEFAULT_GPU_GRAPH,
+    MODEL_FILE,
+    ONNXRUNTIME,
+    OPENVINO,
+    TOKENIZER_FILE,
+    ModelInfo,
+    read_manifest,
+)
 from oboyu.models.providers import (
     CPU,
     GPU_PROVIDERS,
@@ -52,7 +60,6 @@ GPU_TOKEN_BUDGET = 65536
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
-DEFAULT_GPU_GRAPH = f"gpu/{MODEL_FILE}"  # the default model's graph for GPUs (oboyu.models.default.gpu)
 BATCH_TOLERANCE = 1e-5  # how far a text's vector may move with its batch-mates (static INT8 scales: 1.3e-7)
 
 

@@ -11,6 +11,7 @@ from oboyu.errors import OboyuError
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
+DEFAULT_GPU_GRAPH = f"gpu/{MODEL_FILE}"  # the default model\'s graph for GPUs (oboyu.models.default.gpu)
 TOKENIZER_FILE = "tokenizer.json"
 ONNXRUNTIME, OPENVINO = "onnxruntime", "openvino"  # the engines a model can run on
 

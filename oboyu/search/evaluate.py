@@ -108,6 +108,23 @@ def read_absent(path: Path) -> list[str]:
     return questions
 
 
+@dataclass(frozen=True)
+class QueryMetrics:
+    recall_at_1: float
+    recall_at_10: float
+    mrr_at_10: float
+    ndcg_at_10: float
+
+
+def ranking_metrics(right: list[bool], relevant: int) -> QueryMetrics:
+    """One query's metrics from whether each of its ranked results (best first) is right, given
+    how many right answers there are (binary gains; each right file counted once)."""
+    found = [i for i, hit in enumerate(right[:CUTOFF], start=1) if hit]
+    ideal = sum(1 / math.log2(i + 1) for i in range(1, min(relevant, CUTOFF) + 1))
+    return QueryMetrics(1.0 if found and found[0] == 1 else 0.0, len(found) / relevant,
+                        1 / found[0] if found else 0.0, sum(1 / math.log2(i + 1) for i in found) / ideal)
+
+
 def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], modes: list[Mode],
              absent: list[str] | None = None) -> list[ModeScores]:
     """Metrics per mode; the index is held in memory, as a long-lived process would (the store
@@ -126,13 +143,9 @@ def evaluate(store: Store, embedder: Embedder | None, queries: list[Query], mode
             latencies.append(time.perf_counter() - started)
             no_match += all(r.weak for r in results)
             ranked = [doc_id_of(r.path) for r in results]
-            found = [i for i, doc in enumerate(ranked, start=1) if doc in q.relevant]
             shown10 += len({doc for doc, r in zip(ranked, results) if doc in q.relevant and not r.weak}) / len(q.relevant)
-            hits1 += 1.0 if found and found[0] == 1 else 0.0
-            hits10 += len(found) / len(q.relevant)
-            mrr += 1 / found[0] if found else 0.0
-            ideal = sum(1 / math.log2(i + 1) for i in range(1, min(len(q.relevant), CUTOFF) + 1))
-            ndcg += sum(1 / math.log2(i + 1) for i in found) / ideal
+            one = ranking_metrics([doc in q.relevant for doc in ranked], len(q.relevant))
+            hits1, hits10, mrr, ndcg = hits1 + one.recall_at_1, hits10 + one.recall_at_10, mrr + one.mrr_at_10, ndcg + one.ndcg_at_10
         n = len(queries) or 1
         caught = None
         if absent is not None:

@@ -27,25 +27,39 @@ from oboyu.search.snippets import make_snippet
 from oboyu.text import valid_text
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
-# hybrid: legs each scaled to [0, 1]: passages by meaning, passages by words, and files by the
-# meaning (`lead`) and the words (`lead_words`) of their first passage, where a document says
-# what it is about
-HYBRID_WEIGHTS = {"vector": 1 / 3, "keyword": 1 / 3, "lead": 1 / 3, "lead_words": 1 / 6}
-FILE_LEGS = ("lead", "lead_words")
-# a query of a few words (as typed into a search box) names index terms, found best where a
-# document says what it is about: `lead_words` weighs fully up to this many words, and less for
-# each word a longer query has, whose words spread through a document's text
-LEAD_WORDS_FULL_UNTIL = 3
-# the keyword leg's best counts fully only when it reaches this share of what every query word,
-# matched, would score: one common word of several cannot lead the fusion alone
-KEYWORD_CEILING = 0.5
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
-# hybrid orders its best files by the fusion plus this share of their confidence: fusion scales
-# each leg over whatever candidates came back, and where two files come out near level, the
-# absolute evidence (cosine, lead over the other files, words held) decides. The largest share
-# that cost neither large dev set anything (shares from 0.1 to 1 scanned, docs/decisions.md).
-CONFIDENCE_SHARE = 0.2
 ORDER_DEPTH = 10  # files whose confidence is weighed: the first result does not depend on -k
+FILE_LEGS = ("lead", "lead_words")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses its legs, each scaled to [0, 1]: passages by meaning (`vector`) and
+    by words (`keyword`), and files by the meaning (`lead`) and the words (`lead_words`) of their
+    first passage, where a document says what it is about."""
+
+    vector: float = 1 / 3
+    keyword: float = 1 / 3
+    lead: float = 1 / 3
+    lead_words: float = 1 / 6
+    # the keyword leg's best counts fully only when it reaches this share of what every query
+    # word, matched, would score: one common word of several cannot lead the fusion alone
+    keyword_ceiling: float = 0.5
+    # a query of a few words (as typed into a search box) names index terms, found best where a
+    # document says what it is about: `lead_words` weighs fully up to this many words, and less
+    # for each word a longer query has, whose words spread through a document's text
+    lead_words_full_until: int = 3
+    # the best files are ordered by the fusion plus this share of their confidence: fusion scales
+    # each leg over whatever candidates came back, and where two files come out near level, the
+    # absolute evidence (cosine, lead over the other files, words held) decides
+    confidence_share: float = 0.2
+
+    def weights(self, query_words: int) -> dict[str, float]:
+        lead_words = self.lead_words * min(1.0, self.lead_words_full_until / max(1, query_words))
+        return {"vector": self.vector, "keyword": self.keyword, "lead": self.lead, "lead_words": lead_words}
+
+
+HYBRID = Fusion()
 
 
 JSON_KEYS = {"confidence": "score", "ranking_score": "fused"}
@@ -130,15 +144,15 @@ def search(
     rarity = ranker.term_rarity(terms)  # after the keyword leg, which SQL ranking reads it with
     full_match = best_bm25(rarity)
     files = ranker.files_of_chunks(list({cid for ranking in legs.values() for cid, _ in ranking}))
-    fused = fuse(legs, mode, files, KEYWORD_CEILING * full_match if mode is Mode.HYBRID else 0.0, len(set(terms)))
+    fused = fuse(legs, mode, files, full_match, len(set(terms)))
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
     depth = max(k, ORDER_DEPTH) if mode is Mode.HYBRID and reranker is None else k
     if group:  # twice the files asked for: copies of one file fold into one result
-        chosen, others = _best_per_file(files, fused, 2 * depth)
+        chosen, others = best_per_file(files, fused, 2 * depth)
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
-        chosen, copies = _fold_copies(chosen, hits, depth)
+        chosen, copies = fold_copies(chosen, hits, depth)
     else:
         chosen, others, copies = fused[:depth], {}, {}
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
@@ -187,9 +201,9 @@ def search(
     return results
 
 
-def with_confidence(chosen: Scores, confidences: dict[str, float]) -> Scores:
-    """The fused results ordered by their score plus CONFIDENCE_SHARE of their confidence."""
-    scored = [(cid, score + CONFIDENCE_SHARE * confidences[cid]) for cid, score in chosen]
+def with_confidence(chosen: Scores, confidences: dict[str, float], fusion: Fusion = HYBRID) -> Scores:
+    """The fused results ordered by their score plus the fusion's share of their confidence."""
+    scored = [(cid, score + fusion.confidence_share * confidences[cid]) for cid, score in chosen]
     return sorted(scored, key=lambda item: -item[1])
 
 
@@ -227,24 +241,23 @@ def rerank(reranker: Reranker, query: str, candidates: Scores, ranker: Ranker) -
 
 def best_bm25(rarity: dict[str, float]) -> float:
     """The BM25 score a passage holding every query word (often) would reach; the keyword leg's
-    scale in hybrid fusion is KEYWORD_CEILING of it when its best candidate falls short."""
+    scale in hybrid fusion is the fusion's keyword ceiling of it when its best candidate falls short."""
     return sum(value * (BM25_K1 + 1) for value in rarity.values())
 
 
-def fuse(legs: dict[str, Scores], mode: Mode, files: dict[str, str], keyword_top: float = 0.0,
-         query_words: int = 1) -> Scores:
-    """The mode's ranking; in hybrid, the legs fused, `query_words` (distinct words of the query)
-    setting how much the words of files' first passages count."""
+def fuse(legs: dict[str, Scores], mode: Mode, files: dict[str, str], full_match: float = 0.0,
+         query_words: int = 1, fusion: Fusion = HYBRID) -> Scores:
+    """The mode's ranking; in hybrid, the legs fused: `full_match`, the BM25 a passage holding
+    every query word would reach (`best_bm25`), and `query_words`, the query's distinct words."""
     if mode is not Mode.HYBRID:
         return list(legs[mode])  # its one leg, named as the mode
     passages = {leg: legs[leg] for leg in ("vector", "keyword")}
-    weights = {**HYBRID_WEIGHTS,
-               "lead_words": HYBRID_WEIGHTS["lead_words"] * min(1.0, LEAD_WORDS_FULL_UNTIL / max(1, query_words))}
-    return convex_with_files(passages, {leg: legs[leg] for leg in FILE_LEGS}, files, weights,
-                             {"keyword": keyword_top, "lead_words": keyword_top})
+    ceiling = fusion.keyword_ceiling * full_match
+    return convex_with_files(passages, {leg: legs[leg] for leg in FILE_LEGS}, files, fusion.weights(query_words),
+                             {"keyword": ceiling, "lead_words": ceiling})
 
 
-def _fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Scores, dict[str, list[str]]]:
+def fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Scores, dict[str, list[str]]]:
     """The first k results of distinct content, each with the paths of its copies among the
     rest (`のコピー.xlsx`, `(1).epub`: one answer, not a list of the same file)."""
     kept: Scores = []
@@ -265,7 +278,7 @@ def _fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Sc
     return kept, copies
 
 
-def _best_per_file(
+def best_per_file(
     files: dict[str, str], fused: Scores, k: int
 ) -> tuple[Scores, dict[str, int]]:
     """The best chunk of each of the k best files, and how many more chunks each file had."""

@@ -14,9 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from oboyu.models.embedding import DEFAULT_GPU_GRAPH
 from oboyu.models.install import fsync_files, install_lock, save_external, work_folder
-from oboyu.models.manifest import MODEL_FILE
+from oboyu.models.manifest import DEFAULT_GPU_GRAPH, MODEL_FILE
 
 GPU_FOLDER = Path(DEFAULT_GPU_GRAPH).parent.name
 
