@@ -51,6 +51,9 @@ def test_bm25_matches_a_hand_computed_example(store: Store) -> None:
     assert scores["/corpus/b.txt#0"] == pytest.approx(0.533139, abs=1e-5)
     # OR semantics: a chunk matching any query word is found, never an all-words AND
     assert {cid for cid, _ in SqlRanker(store).keyword_scores(["犬", "鳥", "無い"], 10)} == {"/corpus/a.txt#0", "/corpus/c.txt#0"}
+    # a filtered search scores as the unfiltered pass does (the same BM25, another query)
+    filtered = dict(SqlRanker(store).keyword_scores(["猫"], 10, Filters(path_globs=("*.txt",))))
+    assert filtered == pytest.approx(scores, abs=1e-9)
 
 
 def test_keyword_index_follows_document_replacement(store: Store) -> None:

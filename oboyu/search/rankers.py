@@ -31,6 +31,21 @@ _MATCHED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (index, generation,
 Scores = list[tuple[str, float]]  # (chunk id, score), best first
 
 
+# BM25 in SQL, as both passes read it: the index's statistics, the query's terms with their
+# weights (bound first: term, weight, ...), then the terms again for their postings
+BM25_SUM = (f"sum(w.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) * p.tf * ({BM25_K1} + 1)"
+            f" / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl)))")
+BM25_FROM = "matched p JOIN df USING (term) JOIN wanted w USING (term) JOIN kw_lengths l ON l.chunk_id = p.chunk_id"
+
+
+def _bm25_inputs(terms: int, materialized: str = "") -> str:
+    weighed, placeholders = ", ".join("(?, ?)" for _ in range(terms)), ", ".join("?" for _ in range(terms))
+    return (f"WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths), "
+            f"wanted(term, weight) AS (VALUES {weighed}), "
+            f"matched AS {materialized} (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})), "
+            f"df AS {materialized} (SELECT term, count(*) AS df FROM matched GROUP BY term)")
+
+
 def idf(total: int, df: int) -> float:
     """BM25's inverse document frequency, as both rankers compute it."""
     return math.log(1 + (total - df + 0.5) / (df + 0.5))
@@ -236,22 +251,13 @@ class SqlRanker:
         if filters is None or filters.is_empty():
             found = self._keyword_pass(terms, n, weights or {})
             return found.leads if leads_only else found.best
-        placeholders = ", ".join("?" for _ in terms)
-        weighed = ", ".join("(?, ?)" for _ in terms)
         weight_params = [value for t in terms for value in (t, float((weights or {}).get(t, 1.0)))]
         with self._scope(filters, "p.chunk_id", leads_only) as (join, where, params):
             return self.con.execute(
                 f"""
-                WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
-                wanted(term, weight) AS (VALUES {weighed}),
-                matched AS (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({placeholders})),
-                df AS (SELECT term, count(*) AS df FROM matched GROUP BY term)
-                SELECT p.chunk_id,
-                       sum(w.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                           * p.tf * ({BM25_K1} + 1)
-                           / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
-                FROM matched p JOIN df USING (term) JOIN wanted w USING (term)
-                     JOIN kw_lengths l ON l.chunk_id = p.chunk_id {join}, stats
+                {_bm25_inputs(len(terms))}
+                SELECT p.chunk_id, {BM25_SUM} AS score
+                FROM {BM25_FROM} {join}, stats
                 WHERE {where}
                 GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT ?
                 """,
@@ -266,21 +272,10 @@ class SqlRanker:
         kept = self._words
         if kept is not None and kept.key == key and kept.generation == generation and kept.n >= n:
             return kept.first(n)
-        weighed = ", ".join("(?, ?)" for _ in terms)
         rows = self.con.execute(
             f"""
-            WITH stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM kw_lengths),
-            wanted(term, weight) AS (VALUES {weighed}),
-            matched AS MATERIALIZED (SELECT chunk_id, term, tf FROM kw_postings WHERE term IN ({", ".join("?" for _ in terms)})),
-            df AS MATERIALIZED (SELECT term, count(*) AS df FROM matched GROUP BY term),
-            scored AS MATERIALIZED (
-                SELECT p.chunk_id,
-                       sum(w.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                           * p.tf * ({BM25_K1} + 1)
-                           / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * l.length / stats.avgdl))) AS score
-                FROM matched p JOIN df USING (term) JOIN wanted w USING (term)
-                     JOIN kw_lengths l ON l.chunk_id = p.chunk_id, stats
-                GROUP BY p.chunk_id)
+            {_bm25_inputs(len(terms), "MATERIALIZED")},
+            scored AS MATERIALIZED (SELECT p.chunk_id, {BM25_SUM} AS score FROM {BM25_FROM}, stats GROUP BY p.chunk_id)
             SELECT * FROM (SELECT 'best', chunk_id, score FROM scored ORDER BY score DESC, chunk_id LIMIT {int(n)})
             UNION ALL SELECT * FROM (SELECT 'lead', s.chunk_id, s.score FROM scored s JOIN chunks c ON c.id = s.chunk_id
                                      WHERE c.ordinal = 0 ORDER BY s.score DESC, s.chunk_id LIMIT {int(n)})
