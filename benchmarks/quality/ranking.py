@@ -6,6 +6,10 @@ Collections: every development collection (benchmarks/collections.py), each inde
 --db-dir (transfer-NAME.duckdb, reused).
 
     python -m benchmarks.quality.ranking [--modes vector keyword hybrid] [--db-dir DIR] [--json NAME]
+                                         [--chunk-tokens N]
+
+`--chunk-tokens N` indexes with chunks of about N tokens instead of the shipped target (give it a
+--db-dir of its own: indexes found there are used as they are).
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ def main() -> None:
     p.add_argument("--modes", nargs="+", default=["vector", "keyword", "hybrid"])
     p.add_argument("--db-dir", type=Path, default=Path(tempfile.gettempdir()) / "oboyu-transfer")
     p.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
+    p.add_argument("--chunk-tokens", type=int, help="index with this chunk target (tokens) instead of the shipped one")
     args = p.parse_args()
+    if args.chunk_tokens:
+        from oboyu.documents import chunking
+
+        chunking.TARGET_TOKENS = args.chunk_tokens
     from oboyu.models.loading import load_default_embedder
 
     args.db_dir.mkdir(parents=True, exist_ok=True)

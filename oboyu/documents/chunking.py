@@ -95,12 +95,12 @@ class Chunker:
         self,
         count_tokens: CountTokens,
         split_tokens: SplitTokens,
-        target_tokens: int = TARGET_TOKENS,
+        target_tokens: int | None = None,
         max_tokens: int = MAX_TOKENS,
     ):
         self.count_tokens = count_tokens
         self.split_tokens = split_tokens
-        self.target = target_tokens
+        self.target = target_tokens or TARGET_TOKENS  # read when made: benchmarks try others
         self.max = max_tokens
 
     def chunk(self, doc: Extracted) -> list[Chunk]:
