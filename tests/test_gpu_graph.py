@@ -14,7 +14,8 @@ from oboyu.models import embedding
 from oboyu.models.default import gpu
 from oboyu.models.embedding import Embedder
 from oboyu.models.manifest import DEFAULT_GPU_GRAPH, MODEL_FILE, ONNXRUNTIME
-from oboyu.models.providers import CPU
+from oboyu.models.providers import CPU, Choice
+from oboyu.paths import cache_dir
 
 CUDA, TRT, COREML = "CUDAExecutionProvider", "TensorrtExecutionProvider", "CoreMLExecutionProvider"
 
@@ -56,14 +57,37 @@ def test_the_gpu_graph_is_built_once_and_embeds_like_the_int8_one(model_copy: Pa
     assert np.isclose(np.linalg.norm(vector), 1.0, atol=1e-3)
 
 
-def test_a_failed_build_leaves_nothing(model_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_build_leaves_nothing_and_no_verdict(model_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken():
-        raise MemoryError("killed half way")
+        raise OSError(28, "No space left on device")
 
+    (model_copy / ".gpu-killed").mkdir()  # a killed build's scratch folder
     monkeypatch.setattr(gpu, "float16_graph", broken)
-    with pytest.raises(MemoryError):
+    with pytest.raises(OSError):
         gpu.gpu_model_file(model_copy)
     assert not (model_copy / gpu.GPU_FOLDER).exists() and not list(model_copy.glob(".gpu-*"))
+    # the provider is not blamed: no verdict is kept, so the next process builds and probes again
+    said: list[str] = []
+    embedder = Embedder(model_copy, provider="cpu", engine=ONNXRUNTIME, notify=said.append)
+    assert embedder._accelerated_session(Choice(CUDA, "test")) is None
+    assert "could not be built (" in said[-1] and "No space left" in said[-1]
+    verdicts = cache_dir() / "provider-checks.json"
+    assert not verdicts.exists() or DEFAULT_GPU_GRAPH not in verdicts.read_text(encoding="utf-8")
+
+
+def test_a_build_that_loses_the_race_takes_the_winners_graph(model_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where there is no file lock (Windows), two processes may build at once: the second rename
+    fails, and the first one's graph is used."""
+    real = gpu.float16_graph
+
+    def built_elsewhere_meanwhile():
+        graph = real()
+        gpu.save_external(graph, (model_copy / gpu.GPU_FOLDER).mkdir() or model_copy / DEFAULT_GPU_GRAPH)
+        return graph
+
+    monkeypatch.setattr(gpu, "float16_graph", built_elsewhere_meanwhile)
+    assert gpu.gpu_model_file(model_copy) == model_copy / DEFAULT_GPU_GRAPH
+    assert not list(model_copy.glob(".gpu-*"))
 
 
 class RecordingSession:

@@ -101,7 +101,7 @@ def measure(texts_file: Path, rounds: int) -> dict:
     except OboyuError as exc:
         tensorrt_asked = str(exc)
     int8 = ort.InferenceSession(str(model_dir / MODEL_FILE), providers=["CUDAExecutionProvider", CPU])
-    gpu = ((2048, 64), (16384, 64), (65536, 256))  # (token budget, most passages a batch)
+    gpu = ((2048, 64), (16384, 64), (65536, 64), (65536, 256))  # (token budget, most passages a batch)
     variants = [
         (f"int8, CPU ({physical_cores()} threads)", cpu.session, ((2048, 64),)),
         ("int8, CUDA", int8, ((2048, 64),)),

@@ -100,7 +100,7 @@ class Chunker:
     ):
         self.count_tokens = count_tokens
         self.split_tokens = split_tokens
-        self.target = target_tokens or TARGET_TOKENS  # read when made: benchmarks try others
+        self.target = TARGET_TOKENS if target_tokens is None else target_tokens  # read when made: benchmarks try others
         self.max = max_tokens
 
     def chunk(self, doc: Extracted) -> list[Chunk]:

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     Session: TypeAlias = ort.InferenceSession | OpenVinoSession
 
 DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (docs/decisions.md)
-# on a GPU: the float16 graph embedded 1.44x the passages a second at this budget (an H200,
-# benchmarks/results/cuda-h200.md)
+# on a GPU's float16 graph: MAX_BATCH passages a batch, whatever their length (2,048 makes about 7
+# of 256 tokens); 1.44x the passages a second of 2,048 on an H200 (benchmarks/results/cuda-h200.md)
 GPU_TOKEN_BUDGET = 65536
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
@@ -256,11 +256,19 @@ class Embedder:
 
     def _accelerated_session(self, choice: Choice) -> ort.InferenceSession | None:
         """The accelerator's session if it embeds the probe texts like the CPU does; the verdict
-        is kept per model, provider and onnxruntime version, so later processes skip the probe."""
+        is kept per model, graph, provider and onnxruntime version, so later processes skip the
+        probe. A graph that could not be built here (a full disk, memory) gets no verdict: the
+        next process tries again."""
         import onnxruntime as ort
 
         from oboyu.paths import cache_dir
 
+        try:
+            self.model_file(choice.provider)
+        except Exception as exc:  # building the provider's graph, not the provider, failed
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); embedding on the CPU")
+            return None
         verdicts = Verdicts(cache_dir() / "provider-checks.json")
         key = f"{self.info.model_id} {self.graph_name(choice.provider)} {choice.provider} onnxruntime-{ort.__version__}"
         known = verdicts.get(key)
@@ -376,7 +384,9 @@ the CPU's, or a GPU's where the session runs on one)."""
             session = self.session
         if token_budget is None:
             providers = getattr(session, "get_providers", None)  # OpenVINO's session has none: the CPU
-            on_gpu = providers is not None and providers()[0] in GPU_PROVIDERS
+            provider = providers()[0] if providers is not None else CPU
+            # a GPU's float graph only: the INT8 graph on CUDA ran slower in larger batches
+            on_gpu = provider in GPU_PROVIDERS and self.graph_name(provider) != MODEL_FILE
             token_budget = GPU_TOKEN_BUDGET if on_gpu else DEFAULT_TOKEN_BUDGET
         multiple = getattr(session, "pad_multiple", 1)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))

@@ -11,7 +11,9 @@ from oboyu.errors import OboyuError
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
-DEFAULT_GPU_GRAPH = f"gpu/{MODEL_FILE}"  # the default model\'s graph for GPUs (oboyu.models.default.gpu)
+# the default model's graph for GPUs (oboyu.models.default.gpu); the folder's number goes up when
+# its recipe changes, so that a graph of an older recipe is never used
+DEFAULT_GPU_GRAPH = f"gpu-1/{MODEL_FILE}"
 TOKENIZER_FILE = "tokenizer.json"
 ONNXRUNTIME, OPENVINO = "onnxruntime", "openvino"  # the engines a model can run on
 

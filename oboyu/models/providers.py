@@ -3,8 +3,8 @@
 The choice follows the platform: CoreML on Apple silicon, CUDA where onnxruntime-gpu offers it,
 DirectML on Windows, else the CPU; TensorRT only when asked for. `OBOYU_PROVIDER` (or `oboyu --provider`) overrides
 it. A provider other than the CPU is only trusted after it has embedded a probe batch like the CPU
-does (see `Embedder.session`); its verdict is remembered per model, provider and onnxruntime
-version, so the probe runs once.
+does (see `Embedder.session`); its verdict is remembered per model, graph, provider and
+onnxruntime version, so the probe runs once.
 """
 
 from __future__ import annotations

@@ -4,13 +4,14 @@ On onnxruntime's CUDA provider the INT8 graph ran slower than the same machine's
 kernels for several of its INT8 operators, so 101 copies between the devices were put in its graph
 (an H200 with 16 Xeon cores, `python -m benchmarks.hardware.cuda`; benchmarks/results/cuda-h200.md).
 The float graph of the same weights runs wholly on the GPU. It is built only where a GPU provider
-is used, into a `gpu/` folder inside the installed model's (so removing the model removes it), in
+is used, into a `gpu-N/` folder inside the installed model's (so removing the model removes it), in
 a scratch folder renamed into place, so a killed build leaves nothing half-written.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,12 +30,18 @@ def gpu_model_file(model_dir: Path, progress: Callable[[str], None] | None = Non
     with install_lock(model_dir / ".gpu.lock"):
         if (final / MODEL_FILE).is_file():  # another process built it while we waited
             return final / MODEL_FILE
+        for stale in model_dir.glob(".gpu-*"):  # left by a killed build: we hold the lock
+            shutil.rmtree(stale, ignore_errors=True)
         if progress:
             progress("building the default model's float16 graph for the GPU (once)")
         with work_folder(model_dir, ".gpu-") as tmp:
             save_external(float16_graph(), tmp / MODEL_FILE)
             fsync_files(tmp)
-            os.replace(tmp, final)
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                if not (final / MODEL_FILE).is_file():  # else another process (no file lock: Windows) won
+                    raise
     return final / MODEL_FILE
 
 
