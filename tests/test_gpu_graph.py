@@ -21,8 +21,10 @@ CUDA, TRT, COREML = "CUDAExecutionProvider", "TensorrtExecutionProvider", "CoreM
 
 
 @pytest.fixture
-def model_copy(model_dir: Path, tmp_path: Path) -> Path:
-    """The installed default model, its files linked into a folder of the test's own."""
+def model_copy(model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The installed default model, its files linked into a folder of the test's own; a cache
+    folder of its own too (the providers' verdicts)."""
+    monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))
     copy = tmp_path / model_dir.name
     copy.mkdir()
     for file in model_dir.iterdir():
@@ -67,12 +69,12 @@ def test_a_failed_build_leaves_nothing_and_no_verdict(model_copy: Path, monkeypa
         gpu.gpu_model_file(model_copy)
     assert not (model_copy / gpu.GPU_FOLDER).exists() and not list(model_copy.glob(".gpu-*"))
     # the provider is not blamed: no verdict is kept, so the next process builds and probes again
+    monkeypatch.setattr(embedding, "provider_problem", lambda provider: None)  # as where CUDA starts
     said: list[str] = []
     embedder = Embedder(model_copy, provider="cpu", engine=ONNXRUNTIME, notify=said.append)
     assert embedder._accelerated_session(Choice(CUDA, "test")) is None
     assert "could not be built (" in said[-1] and "No space left" in said[-1]
-    verdicts = cache_dir() / "provider-checks.json"
-    assert not verdicts.exists() or DEFAULT_GPU_GRAPH not in verdicts.read_text(encoding="utf-8")
+    assert not (cache_dir() / "provider-checks.json").exists()
 
 
 def test_a_build_that_loses_the_race_takes_the_winners_graph(model_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,3 +115,11 @@ def test_a_gpu_session_gets_larger_batches(model_copy: Path) -> None:
     assert max(rows * length for rows, length in cpu.batches) <= embedding.DEFAULT_TOKEN_BUDGET
     assert max(rows for rows, _ in cuda.batches) == embedding.MAX_BATCH  # within GPU_TOKEN_BUDGET
     assert sum(rows for rows, _ in cuda.batches) == sum(rows for rows, _ in cpu.batches) == 100
+
+
+def test_no_gpu_graph_is_built_for_a_provider_that_cannot_start(model_copy: Path) -> None:
+    """This onnxruntime has no CUDA: dropped with its reason before anything is built."""
+    said: list[str] = []
+    embedder = Embedder(model_copy, provider="cpu", engine=ONNXRUNTIME, notify=said.append)
+    assert embedder._accelerated_session(Choice(CUDA, "test")) is None
+    assert said and said[0].startswith(f"{CUDA} dropped: ") and not (model_copy / gpu.GPU_FOLDER).exists()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnxruntime
 import pytest
 
 from oboyu.errors import OboyuError
@@ -93,7 +94,7 @@ def fake_accelerator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_dir:
     its session does: 'fail' (onnxruntime refuses it), 'diverge' or 'agree'."""
     monkeypatch.setenv("OBOYU_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(embedding, "choose_here", lambda requested=None: Choice("FakeExecutionProvider", "test"))
-    real, real_probe = Embedder._make_session, Embedder.probe_agreement
+    real, real_probe, real_problem = Embedder._make_session, Embedder.probe_agreement, embedding.provider_problem
     probes: list[float] = []
 
     def make(behaviour: str) -> tuple[Embedder, list[str]]:
@@ -110,6 +111,8 @@ def fake_accelerator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model_dir:
 
         monkeypatch.setattr(Embedder, "_make_session", session)
         monkeypatch.setattr(Embedder, "probe_agreement", probe)
+        # onnxruntime knows no such provider: only 'fail' lets it say so before the model is loaded
+        monkeypatch.setattr(embedding, "provider_problem", lambda p: real_problem(p) if behaviour == "fail" else None)
         return Embedder(model_dir, notify=notices.append, engine=ONNXRUNTIME), notices
 
     make.probes = probes
@@ -213,3 +216,28 @@ def test_cpu_sessions_keep_a_residuals_add_and_layer_norm_apart(tmp_path: Path, 
     monkeypatch.setattr(ort, "InferenceSession", lambda *args, **kwargs: made.append(kwargs) or real(*args, **kwargs))
     Embedder(model_dir, engine=ONNXRUNTIME).load()
     assert made and made[-1]["disabled_optimizers"] == disabled_optimizers(CPU)
+
+
+def test_why_a_provider_did_not_start_is_one_plain_line(tmp_path: Path) -> None:
+    from oboyu.models.providers import _library_problem, start_failure
+
+    assert start_failure(CUDA, "") == f"this onnxruntime ({onnxruntime.__version__}) has no {CUDA}"
+    assert start_failure(CPU, "EP Error boom when using [...]\n") == "boom"
+    assert start_failure(CPU, "") == "onnxruntime could not start it"
+    # a provider library the loader refuses: its own words, one line
+    (tmp_path / "libonnxruntime_providers_cuda.so").write_bytes(b"not a shared library")
+    problem = _library_problem(CUDA, tmp_path)
+    assert problem and "libonnxruntime_providers_cuda.so" in problem and "\n" not in problem
+    assert _library_problem(CPU, tmp_path) is None
+
+
+def test_a_provider_this_onnxruntime_lacks_is_found_out_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    """The plain CPU wheel has no CUDA: said in one line, before any graph is built for it, with
+    nothing of onnxruntime's own printed."""
+    from oboyu.models.providers import provider_problem
+
+    assert provider_problem(CPU) is None
+    problem = provider_problem(CUDA)
+    assert problem and "\n" not in problem
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

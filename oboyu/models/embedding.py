@@ -38,7 +38,9 @@ from oboyu.models.providers import (
     cpu_session_options,
     disabled_optimizers,
     physical_cores,
+    provider_problem,
     session_providers,
+    started,
 )
 
 if TYPE_CHECKING:
@@ -263,20 +265,25 @@ class Embedder:
 
         from oboyu.paths import cache_dir
 
-        try:
-            self.model_file(choice.provider)
-        except Exception as exc:  # building the provider's graph, not the provider, failed
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); embedding on the CPU")
-            return None
         verdicts = Verdicts(cache_dir() / "provider-checks.json")
         key = f"{self.info.model_id} {self.graph_name(choice.provider)} {choice.provider} onnxruntime-{ort.__version__}"
         known = verdicts.get(key)
         if known is not None and not known["ok"]:
             self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); embedding on the CPU")
             return None
+        if known is None and (problem := provider_problem(choice.provider)) is not None:
+            # it cannot start at all (no CUDA libraries, no device): known before a graph is built for it
+            verdicts.put(key, {"ok": False, "reason": problem})
+            self.notify(f"{choice.provider} dropped: {problem}; embedding on the CPU")
+            return None
         try:
-            session = _started(lambda: self._make_session(choice.provider), choice.provider)
+            self.model_file(choice.provider)
+        except Exception as exc:  # building the provider's graph, not the provider, failed
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); embedding on the CPU")
+            return None
+        try:
+            session = started(lambda: self._make_session(choice.provider), choice.provider)
             if known is None:
                 agreement = self.probe_agreement(session, self._make_session(CPU))
                 if agreement < PROVIDER_MIN_COSINE:
@@ -401,25 +408,6 @@ the CPU's, or a GPU's where the session runs on one)."""
         for batch, vectors in zip(batches, outputs):
             out[batch] = vectors
         return out
-
-
-def _started(make: Callable[[], ort.InferenceSession], provider: str) -> ort.InferenceSession:
-    """A session made by `make` that really runs on `provider`. onnxruntime, when a provider
-    cannot start (a missing CUDA library, say), prints a banner to stdout and quietly goes on
-    with the CPU; here that banner is caught and becomes the reason the provider is dropped."""
-    import contextlib
-    import io
-    import warnings
-
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = make()
-    if provider not in session.get_providers():
-        errors = [line.strip() for line in printed.getvalue().splitlines() if line.startswith("EP Error ")]
-        raise OboyuError(errors[0].removeprefix("EP Error ").split(" when using ")[0] if errors
-                         else "onnxruntime could not start it")
-    return session
 
 
 def pad_token_id(tokenizer, manifest: dict) -> int:

@@ -9,11 +9,14 @@ onnxruntime version, so the probe runs once.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import platform
 import subprocess
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,3 +209,75 @@ class Verdicts:
             os.replace(temporary, self.path)  # readers see the old file or the new, never half
         except OSError:
             temporary.unlink(missing_ok=True)
+
+
+# onnxruntime's own log: errors only (its warnings are not the user's concern), and nothing while a
+# provider is tried, whose failure is said here in one line instead
+QUIET, SILENT = 3, 4
+
+
+def started(make: Callable[[], object], provider: str):
+    """What `make` returns (an onnxruntime session) if it really runs on `provider`. onnxruntime,
+    when a provider cannot start (a missing CUDA library, say), logs it, prints a banner and
+    quietly goes on with the CPU: here its log is held back and the reason is one line."""
+    import onnxruntime as ort
+
+    printed = io.StringIO()
+    ort.set_default_logger_severity(SILENT)
+    try:
+        with contextlib.redirect_stdout(printed), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session = make()
+    finally:
+        ort.set_default_logger_severity(QUIET)
+    if provider in session.get_providers():  # type: ignore[attr-defined]
+        return session
+    raise OboyuError(start_failure(provider, printed.getvalue()))
+
+
+def start_failure(provider: str, printed: str) -> str:
+    """One line on why a provider did not start: this onnxruntime lacks it, or its library does
+    not load (the loader's own words), or what onnxruntime printed."""
+    import onnxruntime as ort
+
+    if provider not in ort.get_available_providers():
+        return f"this onnxruntime ({ort.__version__}) has no {provider}"
+    library = _library_problem(provider, Path(ort.__file__).parent / "capi")
+    if library:
+        return library
+    errors = [line.strip() for line in printed.splitlines() if line.startswith("EP Error ")]
+    if errors:
+        return errors[0].removeprefix("EP Error ").split(" when using ")[0]
+    return "onnxruntime could not start it"
+
+
+def _library_problem(provider: str, folder: Path) -> str | None:
+    """Why the provider's own library in `folder` does not load (`libcublasLt.so.13: cannot open
+    shared object file` where CUDA is not installed), or None."""
+    import ctypes
+
+    name = {"CUDAExecutionProvider": "cuda", "TensorrtExecutionProvider": "tensorrt"}.get(provider)
+    for library in sorted(folder.glob(f"*onnxruntime_providers_{name}.*")) if name else []:
+        try:
+            ctypes.CDLL(str(library))
+        except OSError as exc:
+            return str(exc).strip().splitlines()[0]
+    return None
+
+
+def provider_problem(provider: str) -> str | None:
+    """Why `provider` cannot start here (a missing library, no device), or None: tried on a graph
+    of one node, before anything is built for it."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe", [value],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # the oldest onnxruntime this package allows reads it
+    try:
+        started(lambda: ort.InferenceSession(model.SerializeToString(), providers=session_providers(provider)), provider)
+    except Exception as exc:  # onnxruntime raises its own kinds
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
