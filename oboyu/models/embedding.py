@@ -383,7 +383,7 @@ class Embedder:
     def embed_ids(self, token_ids: list[list[int]], token_budget: int | None = None,
                   session: Session | None = None) -> np.ndarray:
         """Embed tokenized texts, in batches of similar length within a token budget (by default
-the CPU's, or a GPU's where the session runs on one)."""
+        the CPU's, or a GPU's where the session runs on one)."""
         out = np.zeros((len(token_ids), self.info.dimensions), dtype=np.float32)
         if not token_ids:
             return out

@@ -36,7 +36,8 @@ FILE_LEGS = ("lead", "lead_words")
 class Fusion:
     """How hybrid search fuses its legs, each scaled to [0, 1]: passages by meaning (`vector`) and
     by words (`keyword`), and files by the meaning (`lead`) and the words (`lead_words`) of their
-    first passage, where a document says what it is about."""
+    first passage, where a document says what it is about. Set by hand (docs/decisions.md);
+    fitted leave-one-collection-out they did worse (`benchmarks.quality.fusion`, docs/relevance.md)."""
 
     vector: float = 1 / 3
     keyword: float = 1 / 3
