@@ -36,9 +36,12 @@ class Collection:
     file_name: Callable[[str], str] = doc_file_name  # a document's file, relative to the folder
 
 
+def _query(row: dict) -> Query:
+    return Query(str(row.get("id")), row["query"], frozenset({row["relevant_doc_id"]} if row.get("relevant_doc_id") else ()))
+
+
 def _queries(path: Path) -> list[Query]:
-    return [Query(str(r.get("id")), r["query"], frozenset({r["relevant_doc_id"]} if r.get("relevant_doc_id") else ()))
-            for r in read_jsonl(path)] if path.exists() else []
+    return [_query(row) for row in read_jsonl(path)] if path.exists() else []
 
 
 def collections(dev: bool = True) -> list[Collection]:
@@ -53,8 +56,8 @@ def collections(dev: bool = True) -> list[Collection]:
     with gzip.open(EVAL / "everyday" / "docs.jsonl.gz", "rt", encoding="utf-8") as handle:
         notes = [json.loads(line) for line in handle]
     # each kind of question read once, with the folder of each (whose person asks it)
-    asked = {kind: list(zip(_queries(EVAL / "everyday" / f"{kind}.jsonl"), read_jsonl(EVAL / "everyday" / f"{kind}.jsonl")))
-             for kind in ("queries", "near", "off")}
+    rows = {kind: read_jsonl(EVAL / "everyday" / f"{kind}.jsonl") for kind in ("queries", "near", "off")}
+    asked = {kind: [(_query(row), row) for row in kind_rows] for kind, kind_rows in rows.items()}
     for person in sorted({n["folder"] for n in notes}):
         mine = {kind: [q for q, row in pairs if row["folder"] == person] for kind, pairs in asked.items()}
         docs = {n["id"]: n["text"] for n in notes if n["folder"] == person}

@@ -49,16 +49,22 @@ def write_texts(out: Path, count: int) -> None:
     harness.log(f"{min(count, len(passages))} passages written to {out}")
 
 
-def cuda_session(graph, budget_note: str = ""):
+def cuda_session(graph):
+    """onnxruntime on CUDA over an in-memory graph; stops the benchmark, with the reason, where
+    CUDA does not start."""
     import onnxruntime as ort
+
+    from oboyu.errors import OboyuError
+    from oboyu.models.providers import session_providers, started
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(graph.SerializeToString(), options,
-                                   providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
-    if "CUDAExecutionProvider" not in session.get_providers():
-        raise SystemExit(f"CUDA did not start {budget_note}: {session.get_providers()}")
-    return session
+    cuda = "CUDAExecutionProvider"
+    try:
+        return started(lambda: ort.InferenceSession(graph.SerializeToString(), options,
+                                                    providers=session_providers(cuda)), cuda)
+    except OboyuError as exc:
+        raise SystemExit(f"CUDA did not start: {exc}") from None
 
 
 def measure(texts_file: Path, rounds: int) -> dict:
@@ -76,9 +82,9 @@ def measure(texts_file: Path, rounds: int) -> dict:
     from oboyu.models.embedding import Embedder
     from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME
     from oboyu.models.providers import CPU, physical_cores
+    from oboyu.search.evaluate import read_jsonl
 
-    with gzip.open(texts_file, "rt", encoding="utf-8") as handle:
-        raw = [json.loads(line)["text"] for line in handle]
+    raw = [row["text"] for row in read_jsonl(texts_file)]
     started = time.perf_counter()
     model_dir = ensure_default_model(harness.log)
     build_s = time.perf_counter() - started

@@ -28,12 +28,13 @@ import numpy as np
 
 from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import log, parser, table, write_json
-from benchmarks.quality.ranking import collection_metrics
+from benchmarks.quality.ranking import collection_metrics, mode_metrics
 from oboyu.documents.keywords import words
 from oboyu.index.store import Store
 from oboyu.modes import Mode
 from oboyu.search.confidence import Evidence, gather, model_for, reference_for
 from oboyu.search.evaluate import ranking_metrics
+from oboyu.search.fusion import scaled
 from oboyu.search.query import HYBRID, ORDER_DEPTH, Fusion, best_bm25, rank_chunks
 from oboyu.search.resident import ResidentIndex
 
@@ -60,18 +61,10 @@ class Asked:
 
 def scaled_leg(ranking, ids: dict[str, int], ceiling: float, by_file: dict[str, str] | None, files: np.ndarray,
                file_code: dict[str, int]) -> np.ndarray:
-    """A leg's scores scaled to [0, 1] as `fusion.convex` scales them, spread over the candidates:
+    """A leg's scores scaled as fusion scales them (`fusion.scaled`), spread over the candidates:
     a passage leg's to its chunk, a file leg's to every chunk of its file."""
     out = np.zeros(len(ids))
-    if not ranking:
-        return out
-    scores = [score for _, score in ranking]
-    low, high = min(scores), max(max(scores), ceiling)
-    if len(scores) == 1 or low >= high:
-        low = 0.0
-    span = high - low
-    for cid, score in ranking:
-        value = (score - low) / span if span > 0 else 1.0
+    for cid, value in scaled(ranking, ceiling):
         if by_file is None:
             out[ids[cid]] = value
         elif cid in by_file:
@@ -208,11 +201,6 @@ def metrics(questions: list[Asked], fusion: Fusion) -> dict[str, float]:
     return collection_metrics([ranking_metrics(top_ten(a, fusion), a.relevant) for a in questions])
 
 
-def vector_metrics(collection: Collection, db: Path, embedder) -> dict[str, float]:
-    return collection_metrics([ranking_metrics([right for _, right in found], len(query.relevant))
-                               for _, query, found in ask(collection, db, embedder, Mode.VECTOR, kinds=("answerable",))])
-
-
 def agrees_with_search(collection: Collection, db: Path, embedder, questions: list[Asked]) -> float:
     """The share of questions whose right answers `search()` ranks where `top_ten` does."""
     found = [[right for _, right in hits] for _, _, hits in ask(collection, db, embedder, Mode.HYBRID, kinds=("answerable",))]
@@ -238,7 +226,7 @@ def main() -> None:
     for c in every:
         others = {name: q for name, q in questions.items() if name != c.name}
         held_out = fit(others)
-        figures[c.name] = {"vector": vector_metrics(c, dbs[c.name], embedder), "shipped": metrics(questions[c.name], HYBRID),
+        figures[c.name] = {"vector": collection_metrics(mode_metrics(c, dbs[c.name], embedder, Mode.VECTOR)), "shipped": metrics(questions[c.name], HYBRID),
                            "out_of_fold": metrics(questions[c.name], held_out), "fitted_without": asdict(held_out),
                            "reordered_out_of_fold": reordered_metrics(questions[c.name], fit_reorder(others))}
         log(f"{c.name}: nDCG@10 shipped {figures[c.name]['shipped']['ndcg_at_10']:.4f}, "

@@ -18,12 +18,18 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks.collections import ask, collections, index_of
+from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import log, parser, table, write_json
 from oboyu.modes import Mode
 from oboyu.search.evaluate import QueryMetrics, ranking_metrics
 
 METRICS = ("mrr_at_10", "ndcg_at_10", "recall_at_1", "recall_at_10")
+
+
+def mode_metrics(collection: Collection, db: Path, embedder, mode: Mode) -> list[QueryMetrics]:
+    """Each answerable question's metrics in one mode."""
+    return [ranking_metrics([right for _, right in found], len(query.relevant))
+            for _, query, found in ask(collection, db, embedder, mode, kinds=("answerable",))]
 
 
 def collection_metrics(per_query: list[QueryMetrics]) -> dict[str, float]:
@@ -51,8 +57,7 @@ def main() -> None:
         db = index_of(collection, args.db_dir, embedder)
         figures[collection.name] = {}
         for mode in modes:
-            per_query = [ranking_metrics([right for _, right in found], len(query.relevant))
-                         for _, query, found in ask(collection, db, embedder, mode, kinds=("answerable",))]
+            per_query = mode_metrics(collection, db, embedder, mode)
             figures[collection.name][mode.value] = collection_metrics(per_query) | {"queries": len(per_query)}
         log(f"{collection.name}: " + ", ".join(f"{m}: {figures[collection.name][m]['ndcg_at_10']:.3f}" for m in args.modes))
     macro = {m: {k: round(statistics.fmean(f[m][k] for f in figures.values()), 4) for k in METRICS} for m in args.modes}

@@ -15,7 +15,7 @@ import click
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.errors import OboyuError
-from oboyu.index.arrays_cache import arrays_state
+from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.reports import IndexStats
@@ -177,8 +177,6 @@ def _make_search_arrays(db: Path, quiet: bool) -> None:
     """The index's search arrays (oboyu.index.arrays) for what this run left, so that the next
     query, and the app or MCP server when they open the index, rank from them at once. A failure
     costs only that: whoever opens the index next makes them."""
-    from oboyu.index.arrays_cache import arrays_of, made_arrays
-
     try:
         with open_reading(db) as store:
             if made_arrays(store) is not None:

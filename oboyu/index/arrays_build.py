@@ -72,8 +72,8 @@ def build_arrays(store: Store, folder: Path) -> str:
         ids = ids.astype(str) if len(ids) else np.array([], dtype="U1")
         rows = len(ids)
         np.save(folder / "ids.npy", ids)
-        write_documents(con, folder)
-        _chunks(con, folder, ids)
+        documents = write_documents(con, folder)
+        _chunks(con, folder, ids, documents)
         dim = int(store.get_meta("dimensions") or 0)
         _vectors(con, folder, ids, dim)
         _postings(con, folder)
@@ -142,10 +142,11 @@ def _slices(con, ids: np.ndarray, sql: str) -> Iterator[tuple[int, np.ndarray, d
         yield start, rows, found
 
 
-def _chunks(con, folder: Path, ids: np.ndarray) -> None:
-    """Display fields, keyword lengths and which rows lead their file."""
+def _chunks(con, folder: Path, ids: np.ndarray, documents: list) -> None:
+    """Display fields, keyword lengths and which rows lead their file (`documents`: the rows
+    `write_documents` wrote)."""
     rows = len(ids)
-    number = {doc[5]: i for i, doc in enumerate(json.loads((folder / "documents.json").read_text(encoding="utf-8")))}
+    number = {doc[5]: i for i, doc in enumerate(documents)}
     document, places, leads = np.zeros(rows, np.int32), np.zeros((rows, 4), np.int32), np.zeros(rows, np.bool_)
     heading_at, text_at = np.zeros(rows + 1, np.int64), np.zeros(rows + 1, np.int64)
     sql = ("SELECT chunk_id, document_id, ordinal, start_line, end_line, page_start, page_end, heading, text "

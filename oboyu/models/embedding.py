@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from oboyu.errors import OboyuError
+from oboyu.errors import OboyuError, first_line
 from oboyu.models.manifest import (
     DEFAULT_GPU_GRAPH,
     MODEL_FILE,
@@ -279,7 +279,7 @@ class Embedder:
         try:
             self.model_file(choice.provider)
         except Exception as exc:  # building the provider's graph, not the provider, failed
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = first_line(exc)
             self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); embedding on the CPU")
             return None
         try:
@@ -290,7 +290,7 @@ class Embedder:
                     raise OboyuError(f"its vectors differ from the CPU's (min cosine {agreement:.4f} on the probe texts)")
                 verdicts.put(key, {"ok": True, "min_cosine": round(agreement, 6)})
         except Exception as exc:  # a provider that cannot load the model, or runs it wrong
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = first_line(exc)
             verdicts.put(key, {"ok": False, "reason": reason})
             self.notify(f"{choice.provider} dropped: {reason}; embedding on the CPU")
             return None
@@ -392,9 +392,9 @@ class Embedder:
         if token_budget is None:
             providers = getattr(session, "get_providers", None)  # OpenVINO's session has none: the CPU
             provider = providers()[0] if providers is not None else CPU
-            # a GPU's float graph only: the INT8 graph on CUDA ran slower in larger batches
-            on_gpu = provider in GPU_PROVIDERS and self.graph_name(provider) != MODEL_FILE
-            token_budget = GPU_TOKEN_BUDGET if on_gpu else DEFAULT_TOKEN_BUDGET
+            # a GPU's float graph only (graph_name: the model itself elsewhere): the INT8 graph on
+            # CUDA ran slower in larger batches
+            token_budget = GPU_TOKEN_BUDGET if self.graph_name(provider) != MODEL_FILE else DEFAULT_TOKEN_BUDGET
         multiple = getattr(session, "pad_multiple", 1)
         order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
         batches = _batches_by_budget(order, [len(t) for t in token_ids], token_budget)

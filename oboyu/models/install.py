@@ -67,10 +67,13 @@ def fsync_files(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def work_folder(parent: Path, prefix: str) -> Iterator[Path]:
+def work_folder(parent: Path, prefix: str, clear_stale: bool = False) -> Iterator[Path]:
     """A hidden scratch folder in `parent` (beside the installed models, so the final rename stays
-    on one file system), removed when the block ends."""
+    on one file system), removed when the block ends; `clear_stale`, for a caller holding the
+    install lock: first the folders of this prefix that killed runs left."""
     parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(f"{prefix}*") if clear_stale else ():
+        shutil.rmtree(stale, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         yield work

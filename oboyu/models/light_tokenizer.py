@@ -12,6 +12,7 @@ penalty and runs of unknown characters fused into one `<unk>`, then `<s> … </s
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from pathlib import Path
@@ -89,13 +90,7 @@ class SortedPieces:
     def get(self, piece: str, default: int | None = None) -> int | None:
         self.lookups += 1
         key, order = piece.encode("utf-8", "surrogatepass"), self.order
-        low, high = 0, len(order)
-        while low < high:
-            middle = (low + high) // 2
-            if self._piece(order[middle]) < key:
-                low = middle + 1
-            else:
-                high = middle
+        low = bisect.bisect_left(order, key, key=self._piece)
         return order[low] if low < len(order) and self._piece(order[low]) == key else default
 
     def as_dict(self) -> dict[str, int]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oboyu.errors import OboyuError
+from oboyu.errors import OboyuError, first_line
 
 CPU = "CPUExecutionProvider"
 ALIASES = {
@@ -279,5 +279,5 @@ def provider_problem(provider: str) -> str | None:
     try:
         started(lambda: ort.InferenceSession(model.SerializeToString(), providers=session_providers(provider)), provider)
     except Exception as exc:  # onnxruntime raises its own kinds
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return first_line(exc)
     return None

@@ -38,9 +38,8 @@ def unpack_model(model_id: str, manifest: dict, fetch: Callable[[str], bytes]) -
     with install_lock(parent / f".{folder.name}.lock"):
         if _stamped(folder, manifest) or _matches(folder, manifest):
             return folder
-        for stale in [folder, *parent.glob(".receiving-*")]:  # a damaged copy, a killed worker's unpacking
-            shutil.rmtree(stale, ignore_errors=True)
-        with work_folder(parent, ".receiving-") as work:
+        shutil.rmtree(folder, ignore_errors=True)  # a damaged copy
+        with work_folder(parent, ".receiving-", clear_stale=True) as work:  # and a killed worker's unpacking
             for name in model_files(manifest):
                 (work / name).write_bytes(fetch(name))
             if not _matches(work, manifest):

@@ -43,15 +43,22 @@ def convex(legs: Mapping[str, Ranking], weights: Mapping[str, float] | None = No
         if not ranking:
             continue
         weight = (weights or {}).get(leg, 1.0)
-        scores = [score for _, score in ranking]
-        low, high = min(scores), max(max(scores), (ceilings or {}).get(leg, 0.0))
-        if len(scores) == 1 or low >= high:
-            low = 0.0  # a lone candidate is scaled against nothing: by its own size, under the ceiling
-        span = high - low
-        for cid, score in ranking:
-            scaled = (score - low) / span if span > 0 else 1.0
-            fused[cid] = fused.get(cid, 0.0) + weight * scaled
+        for cid, value in scaled(ranking, (ceilings or {}).get(leg, 0.0)):
+            fused[cid] = fused.get(cid, 0.0) + weight * value
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def scaled(ranking: Ranking, ceiling: float = 0.0) -> list[tuple[str, float]]:
+    """A leg's scores scaled to [0, 1] over its own candidates, its best scaled against at least
+    `ceiling`."""
+    if not ranking:
+        return []
+    scores = [score for _, score in ranking]
+    low, high = min(scores), max(max(scores), ceiling)
+    if len(scores) == 1 or low >= high:
+        low = 0.0  # a lone candidate is scaled against nothing: by its own size, under the ceiling
+    span = high - low
+    return [(cid, (score - low) / span if span > 0 else 1.0) for cid, score in ranking]
 
 
 def convex_with_files(legs: Mapping[str, Ranking], file_legs: Mapping[str, Ranking], file_of: Mapping[str, str],
@@ -63,12 +70,7 @@ def convex_with_files(legs: Mapping[str, Ranking], file_legs: Mapping[str, Ranki
         if not ranking:
             continue
         weight = weights.get(leg, 1.0)
-        scores = [score for _, score in ranking]
-        low, high = min(scores), max(max(scores), (ceilings or {}).get(leg, 0.0))
-        if len(scores) == 1 or low >= high:
-            low = 0.0
-        span = high - low
-        by_file = {file_of[cid]: ((score - low) / span if span > 0 else 1.0) for cid, score in ranking if cid in file_of}
+        by_file = {file_of[cid]: value for cid, value in scaled(ranking, (ceilings or {}).get(leg, 0.0)) if cid in file_of}
         for cid, _ in ranking:  # a file found by this leg alone is a candidate through this passage
             fused.setdefault(cid, 0.0)
         for cid in fused:

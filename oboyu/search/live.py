@@ -153,7 +153,7 @@ class LiveIndex:
             if self.unwritable is not None:
                 with self.reading() as store:
                     return store.vector_coverage()
-            return int(self.resident.has_vector.sum()), len(self.resident.has_vector)
+            return self.resident.embedded_rows, len(self.resident.has_vector)
 
     def file_roots(self) -> Mapping[str, str]:
         """Indexed file (as the system names it) -> its indexed folder, from memory when the

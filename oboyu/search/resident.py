@@ -82,6 +82,11 @@ class ResidentIndex:
 
     # --- Ranker ---------------------------------------------------------------------------------
 
+    @property
+    def embedded_rows(self) -> int:
+        """Rows with their vector (counted once, when the arrays were opened)."""
+        return self._embedded
+
     def model_id(self) -> str | None:
         return self.arrays.model_id if self.arrays else None
 

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from oboyu.errors import OboyuError
+from oboyu.errors import OboyuError, first_line
 from oboyu.models.tokenization import MECAB
 
 ARCHITECTURES = {"bert": "BERT", "xlm-roberta": "XLM-RoBERTa", "roberta": "RoBERTa", "modernbert": "ModernBERT"}
@@ -70,7 +70,7 @@ def _download(model_id: str, revision: str | None) -> tuple[Path, str | None]:
     except RepositoryNotFoundError as exc:
         raise OboyuError(f"no model {model_id} on the Hugging Face hub (or it needs a login)") from exc
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise OboyuError(f"cannot fetch {model_id} from the Hugging Face hub: {reason}") from exc
     folder = Path(path)
     # snapshots live in folders named by their commit

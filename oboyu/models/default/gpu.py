@@ -11,7 +11,6 @@ a scratch folder renamed into place, so a killed build leaves nothing half-writt
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,11 +29,9 @@ def gpu_model_file(model_dir: Path, progress: Callable[[str], None] | None = Non
     with install_lock(model_dir / ".gpu.lock"):
         if (final / MODEL_FILE).is_file():  # another process built it while we waited
             return final / MODEL_FILE
-        for stale in model_dir.glob(".gpu-*"):  # left by a killed build: we hold the lock
-            shutil.rmtree(stale, ignore_errors=True)
         if progress:
             progress("building the default model's float16 graph for the GPU (once)")
-        with work_folder(model_dir, ".gpu-") as tmp:
+        with work_folder(model_dir, ".gpu-", clear_stale=True) as tmp:  # we hold the lock
             save_external(float16_graph(), tmp / MODEL_FILE)
             fsync_files(tmp)
             try:
