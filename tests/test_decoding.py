@@ -67,6 +67,14 @@ def test_utf8_with_a_stray_byte_keeps_its_text(tmp_path: Path) -> None:
     assert decoded.text.startswith("短い日本語のメモ。") and decoded.encoding.startswith("utf-8")
 
 
+def test_short_utf8_note_with_stray_bytes_is_not_read_as_latin(tmp_path: Path) -> None:
+    """Three bad bytes in a short note: its Japanese stays Japanese (it was read as cp1252 once,
+    天気予報 turning into å¤©æ°—äºˆå ±), and only the bad bytes are replaced."""
+    decoded = decode(b"invalid utf8 " + b"\xff\xfe\xc3" + " 天気予報 weather forecast".encode())
+    assert "天気予報 weather forecast" in decoded.text and decoded.text.count("\ufffd") == 3
+    assert decoded.encoding.startswith("utf-8")
+
+
 def test_terminal_escapes_are_not_iso_2022_jp() -> None:
     assert decode(b"\x1b(Bplain log line\n\x1b[0m").encoding == "utf-8"
 

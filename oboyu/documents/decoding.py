@@ -84,10 +84,14 @@ def _western(data: bytes) -> Decoded | None:
 
 
 def _mostly_utf8(data: bytes) -> Decoded | None:
-    """UTF-8 with a few bad bytes (a cut-off last character, a stray byte): keep the text."""
+    """UTF-8 with a few bad bytes (a cut-off last character, a stray byte): keep the text. Few
+    means a tiny share of the file, or fewer than the well-formed multi-byte characters around
+    them (a short note whose Japanese is valid UTF-8 but for three stray bytes): no legacy
+    encoding makes so many valid UTF-8 sequences by chance."""
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
-    if bad <= max(1, len(data) * MAX_INVALID_UTF8):
+    well_formed = sum(1 for ch in text if ord(ch) >= 0x80 and ch != "\ufffd")
+    if bad <= max(1, len(data) * MAX_INVALID_UTF8) or well_formed > bad:
         return Decoded(text, "utf-8 (invalid bytes replaced)")
     return None
 
