@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from oboyu.documents.crawl import FileEntry, Skipped, crawl
+from oboyu.documents.crawl import FileEntry, Hidden, Skipped, crawl
 
 
 def write(path: Path, text: str = "text\n") -> Path:
@@ -38,9 +38,23 @@ def test_gitignore_nested_and_junk(tmp_path: Path) -> None:
     files, skipped = found(tmp_path)
     assert files == {"keep.md", "sub/important.log.md", "sub/notes.txt"}
     assert skipped["image.png"] == "unsupported file type"
-    # junk folders are reported, with how to bring them back
-    assert set(skipped) == {"image.png", "node_modules", "__pycache__"}
+    # junk folders and hidden entries are reported, with how to bring them back; ignore files are not
+    assert set(skipped) == {"image.png", "node_modules", "__pycache__", ".hidden"}
     assert skipped["node_modules"].startswith("junk folder") and "!node_modules/" in skipped["node_modules"]
+    assert skipped[".hidden"] == Hidden(tmp_path / ".hidden").reason and "!NAME" in skipped[".hidden"]
+
+
+def test_a_bang_line_brings_a_hidden_entry_back(tmp_path: Path) -> None:
+    write(tmp_path / ".notes" / "plan.md")
+    write(tmp_path / ".draft.md")
+    write(tmp_path / ".cache" / "x.md")
+    write(tmp_path / "visible.md")
+    assert found(tmp_path)[0] == {"visible.md"}
+    write(tmp_path / ".oboyuignore", "!.notes/\n!.draft.md\n")
+    files, skipped = found(tmp_path)
+    assert files == {"visible.md", ".notes/plan.md", ".draft.md"} and set(skipped) == {".cache"}
+    hidden = [item for item in crawl([tmp_path]) if isinstance(item, Hidden)]
+    assert [item.path.name for item in hidden] == [".cache"]
 
 
 def test_size_cap(tmp_path: Path) -> None:

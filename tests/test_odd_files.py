@@ -5,6 +5,7 @@ ordinary note and found."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import anyio
@@ -13,6 +14,7 @@ import pytest
 from conftest import run_oboyu as oboyu
 from mcp.client import Client
 
+from oboyu.documents.crawl import Hidden
 from oboyu.documents.extract import extract_file
 from oboyu.index.indexer import Indexer
 from oboyu.index.isolation import UNEMBEDDABLE
@@ -318,3 +320,26 @@ def test_only_failures_that_may_pass_are_tried_again() -> None:
     for reason in ("cannot read: Permission denied", size_cap_reason(10 * 2**20),
                    "cannot extract text: ValueError: x", "cannot be stored: ConversionException: x"):
         assert KnownSkip(1, 1, reason).tried_again, reason
+
+
+def test_hidden_entries_are_listed_by_v_and_a_repeated_text_is_said_as_such(tmp_path: Path, oboyu_env: dict) -> None:
+    """`index -v` lists what its leading dot left out (not counted as skipped, which every run
+    would say again for `.git`); a chunk whose text another chunk of the run has is embedded once
+    and said to be so, not "reused from the cache"."""
+    notes = tmp_path / "notes"
+    (notes / ".git").mkdir(parents=True)
+    (notes / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    (notes / ".draft\x1b[2J.md").write_text("下書き\n", encoding="utf-8")
+    (notes / ".gitignore").write_text("*.tmp\n", encoding="utf-8")
+    text = f"# 買い物 {uuid.uuid4().hex}\n\n牛乳と卵とパンを買う。\n"  # in no cache yet
+    for name in ("a.md", "copy-of-a.md"):
+        (notes / name).write_text(text, encoding="utf-8")
+    indexed = oboyu(oboyu_env, "index", str(notes), "-v")
+    assert indexed.returncode == 0, indexed.stderr
+    reason = Hidden(notes).reason
+    left_out = sorted(line for line in indexed.stderr.splitlines() if line.startswith("  left out "))
+    assert left_out == [f"  left out {notes}/.draft␛[2J.md: {reason}", f"  left out {notes}/.git: {reason}"]
+    assert "0 skipped" in indexed.stderr and ".gitignore" not in indexed.stderr
+    assert "1 chunks embedded, 0 reused from the cache, 1 the same text as another" in indexed.stderr, indexed.stderr
+    again = oboyu(oboyu_env, "index", str(notes), "--full")
+    assert again.returncode == 0 and "left out" not in again.stderr and "0 skipped" in again.stderr, again.stderr

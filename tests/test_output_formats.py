@@ -1,4 +1,4 @@
-"""`oboyu query --format text|json|jsonl|csv|md|files`, `--min-score`, and terminal hyperlinks
+"""`oboyu query --format text|json|jsonl|csv|md|files|files0`, `--min-score`, and terminal hyperlinks
 (OSC 8, on a real pseudo-terminal), against one small folder indexed once for the module."""
 
 from __future__ import annotations
@@ -140,6 +140,19 @@ def test_files_gives_the_exact_bytes_of_a_name_when_piped(indexed: Indexed) -> N
     assert os.fsencode(indexed.root) + b"/" + SJIS_NAME in names  # an editor opens it as it is
     assert os.fsencode(indexed.root / "line␊break.md") in names  # a newline would make two names: shown
     assert os.fsencode(indexed.root / "line\nbreak.md") not in done.stdout
+
+
+def test_files0_hands_every_name_to_xargs_0_as_it_is(indexed: Indexed) -> None:
+    """NUL-ended names through a real `xargs -0`: the newline's file and the Shift_JIS one are
+    opened by their own names, which one a line cannot do."""
+    query = [sys.executable, "-m", "oboyu.cli", "query", "議事録", "--mode", "keyword", "--all", "--format", "files0"]
+    done = subprocess.run(query, env=indexed.env, capture_output=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.endswith(b"\0"), done.stderr
+    names = done.stdout.split(b"\0")[:-1]
+    assert os.fsencode(indexed.root / "line\nbreak.md") in names and os.fsencode(indexed.root) + b"/" + SJIS_NAME in names
+    each = 'for name; do test -f "$name" || exit 1; printf x; done'  # an x for each name that is a file
+    listed = subprocess.run(["xargs", "-0", "sh", "-c", each, "sh"], input=done.stdout, capture_output=True, timeout=60)
+    assert listed.returncode == 0 and listed.stdout == b"x" * len(names), listed
 
 
 def test_hyperlinks_only_where_a_terminal_wants_them(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,8 +64,10 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     for mode in Mode:
         absent = run_oboyu(oboyu_env, "query", ABSENT, "--mode", mode)
         assert absent.returncode == 1 and absent.stdout == ""
-        assert f'no good match for "{ABSENT}"' in absent.stderr or "no results" in absent.stderr
+        assert f'no good match for "{ABSENT}"' in absent.stderr or f'no match for "{ABSENT}" (keyword search' in absent.stderr
     assert json.loads(run_oboyu(oboyu_env, "query", ABSENT, "--json").stdout) == []
+    filtered = run_oboyu(oboyu_env, "query", "カレーの作り方", "--path", "*.nothing")
+    assert filtered.returncode == 1 and filtered.stderr.endswith("(no indexed passage passes the filters)\n"), filtered.stderr
     every = run_oboyu(oboyu_env, "query", ABSENT, "--all", "--json")
     listed = json.loads(every.stdout)
     assert every.returncode == 0 and listed and all(r["weak"] and 0 <= r["score"] < 1 for r in listed)

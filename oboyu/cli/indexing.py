@@ -14,6 +14,7 @@ import click
 
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
+from oboyu.documents.crawl import Hidden
 from oboyu.errors import OboyuError
 from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile
@@ -63,8 +64,10 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
     _check_paths(path, paths)
     if not paths and not path.exists():
         raise click.UsageError("no folders are indexed yet: give a PATH")
+    started = time.perf_counter()
     with _indexer(path, quiet, follow_symlinks, full, model, cluster) as indexer:
         stats = indexer.index(paths, name, description) if paths else indexer.update()
+    stats.seconds = time.perf_counter() - started  # with what the model's loading cost (a first use's probe, build)
     _report(stats, quiet, verbose)
     _make_search_arrays(path, quiet)
     if watch:
@@ -83,8 +86,10 @@ def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, ve
     path = db_path(db)
     if not path.exists():
         raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    started = time.perf_counter()
     with _indexer(path, quiet, False, full, None, cluster) as indexer:
         stats = indexer.update(names)
+    stats.seconds = time.perf_counter() - started
     _report(stats, quiet, verbose)
     _make_search_arrays(path, quiet)
 
@@ -200,6 +205,9 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
     for root in stats.missing_roots:
         err.write(visible(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
                           f"`oboyu remove {root.name}` drops them") + "\n")
+    if verbose:
+        for item in stats.hidden:
+            err.write(visible(f"  left out {item.path}: {item.reason}") + "\n")
     if stats.skipped:
         if verbose:
             for item in stats.skipped:
@@ -317,6 +325,7 @@ def _arrays_line(arrays: tuple[Path, bool, int] | None) -> str:
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
     plan = Indexer(IndexFile(db), load_embedder(index_model(db))).plan(names)
+    plan.skipped = [s for s in plan.skipped if not isinstance(s, Hidden)]  # left out, as `index` says with -v
     if as_json:
         click.echo(json_safe(json.dumps({
             "added": [str(e.path) for e in plan.added],

@@ -1,5 +1,5 @@
 """How results reach stdout: colour and terminal hyperlinks (only on a terminal that wants them),
-and `oboyu query --format`: text, json, jsonl, csv, md, files.
+and `oboyu query --format`: text, json, jsonl, csv, md, files, files0.
 
 Hyperlinks are OSC 8 (ESC ] 8 ; ; URL ST text ESC ] 8 ; ; ST), written where colour is: stdout
 a terminal, no NO_COLOR, TERM not `dumb`, as ripgrep and `ls --hyperlink=auto` decide, and
@@ -26,7 +26,7 @@ import click
 from oboyu.search.query import Result
 from oboyu.text import json_safe, visible, visible_pieces
 
-FORMATS = ("text", "json", "jsonl", "csv", "md", "files")
+FORMATS = ("text", "json", "jsonl", "csv", "md", "files", "files0")
 CSV_COLUMNS = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet",
                "chunk_id", "weak")
 
@@ -78,8 +78,8 @@ def write_results(results: list[Result], output_format: str, explain: bool = Fal
         _write_csv(results, out)
     elif output_format == "md":
         out.writelines(_markdown(r) + "\n" for r in results)
-    elif output_format == "files":
-        _write_files(results, out)
+    elif output_format in ("files", "files0"):
+        _write_files(results, out, end=b"\0" if output_format == "files0" else b"\n")
     else:
         _write_text(results, explain, out, env)
 
@@ -140,11 +140,11 @@ def _markdown(r: Result) -> str:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # and bidi controls, as visible()
 
 
-def _write_files(results: list[Result], out: TextIO) -> None:
-    """Each result's file once, one a line, in rank order, for xargs and editors. Piped, a name is
-    written as the system's bytes (a Shift_JIS name reaches the editor intact) unless it holds a
-    control character (a newline would make it two names): that one, and every name on a
-    terminal, is shown made visible."""
+def _write_files(results: list[Result], out: TextIO, end: bytes = b"\n") -> None:
+    """Each result's file once, in rank order, for xargs and editors: one a line, or each ended by
+    NUL (`files0`, for `xargs -0`). Piped, a name is written as the system's bytes (a Shift_JIS
+    name reaches the editor intact); one a line, a name that holds a control character (a newline
+    would make it two names) is made visible, as is every name on a terminal."""
     paths = list(dict.fromkeys(r.path for r in results))
     if out.isatty():
         out.writelines(visible(path) + "\n" for path in paths)
@@ -152,5 +152,5 @@ def _write_files(results: list[Result], out: TextIO) -> None:
     out.flush()
     raw = out.buffer
     for path in paths:
-        raw.write((visible(path).encode("utf-8") if _CONTROL.search(path) else os.fsencode(path)) + b"\n")
+        raw.write((visible(path).encode("utf-8") if end == b"\n" and _CONTROL.search(path) else os.fsencode(path)) + end)
     raw.flush()

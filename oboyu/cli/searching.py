@@ -33,7 +33,8 @@ from oboyu.text import json_safe, valid_text, visible
               help="Number of results (default: 10, or query.k in the settings).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default=None,
               help="text (default); json (an array); jsonl (an object a line); csv (a header row, a row a result); "
-                   "md (a Markdown list to paste into notes); files (each file once, one a line, for xargs).")
+                   "md (a Markdown list to paste into notes); files (each file once, one a line, for xargs); files0 (each "
+                   "ended by NUL, for xargs -0: any name, as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=None, metavar="X",
               help="Only results whose confidence is at least X (0 to 1), of those shown (weak ones too with --all).")
@@ -112,7 +113,7 @@ class Asked:
         if as_json and output_format not in (None, "json"):
             raise click.UsageError(f"--json is --format json; give one of them, not --format {output_format} too")
         output_format = "json" if as_json else output_format or "text"
-        if explain and output_format in ("csv", "md", "files"):
+        if explain and output_format in ("csv", "md", "files", "files0"):
             raise click.UsageError(f"--explain shows in --format text (JSON always holds the evidence), not in {output_format}")
         return cls(text, k or settings().k, Mode(mode_name) if mode_name else settings().mode, output_format, explain,
                    min_score, paths, types, since, until, roots, not by_chunk, show_all)
@@ -166,7 +167,7 @@ def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
     shown = _shown(results, asked.show_all, asked.min_score)
     write_results(shown, asked.output_format, asked.explain, out, env)
     if not shown:
-        _say_no_match(valid_text(asked.text), results, err, asked.show_all, asked.min_score)
+        _say_no_match(asked, results, err)
         return EXIT_NO_RESULTS
     return 0
 
@@ -188,17 +189,23 @@ def _shown(results: list[Result], show_all: bool, min_score: float | None = None
     return shown if min_score is None else [r for r in shown if r.confidence >= min_score]
 
 
-def _say_no_match(question: str, results: list[Result], err: TextIO, show_all: bool = False,
-                  min_score: float | None = None) -> None:
-    if not results:
-        click.echo("no results", file=err)
+def _say_no_match(asked: Asked, results: list[Result], err: TextIO) -> None:
+    question = visible(valid_text(asked.text))
+    if not results:  # nothing even weak: say why there can be nothing
+        if not asked.is_plain:
+            why = "no indexed passage passes the filters"
+        elif asked.mode is Mode.KEYWORD:
+            why = "keyword search: no passage holds its words; hybrid, the default, also finds by meaning"
+        else:
+            why = "the index holds no passage that search reaches yet"
+        click.echo(f'no match for "{question}" ({why})', file=err)
         return
     closest = results[0]
     where = f"closest: {visible(closest.location)}, confidence {closest.confidence:.2f}"
-    if min_score is not None and (show_all or any(not r.weak for r in results)):
-        click.echo(f'no result for "{visible(question)}" reaches --min-score {min_score:g} ({where})', file=err)
+    if asked.min_score is not None and (asked.show_all or any(not r.weak for r in results)):
+        click.echo(f'no result for "{question}" reaches --min-score {asked.min_score:g} ({where})', file=err)
         return
-    click.echo(f'no good match for "{visible(question)}" ({where}; --all lists the weak matches)', file=err)
+    click.echo(f'no good match for "{question}" ({where}; --all lists the weak matches)', file=err)
 
 
 def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: bool, show_all: bool,

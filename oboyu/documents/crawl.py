@@ -1,7 +1,8 @@
 """Finding the files to index: recursive, symlinks not followed unless asked, every skipped file
 reported with its reason.
 
-What is left out: hidden files and folders; what ignore files say (`.gitignore`, and
+What is left out: hidden files and folders (each reported as `Hidden`, which a `!` line brings
+back); what ignore files say (`.gitignore`, and
 `.oboyuignore` in the same syntax, deeper files overriding, `!` bringing back), and the user's
 `exclude` setting; and junk folders (dependencies, build output, caches: `node_modules`,
 `vendor`, `build`, ...) where no ignore file speaks of them, each reported. A folder the user names
@@ -46,6 +47,14 @@ class FileEntry:
 class Skipped:
     path: Path
     reason: str
+
+
+@dataclass(frozen=True)
+class Hidden(Skipped):
+    """A hidden file or folder, left out as most tools do: listed by `index -v`, not counted as
+    skipped (every run would count a folder's `.git` again)."""
+
+    reason: str = "hidden (its name starts with a dot); a `!NAME` line in .oboyuignore brings it back"
 
 
 IGNORE_FILES = (".gitignore", ".oboyuignore")  # read in this order: .oboyuignore has the last word
@@ -176,9 +185,11 @@ def _is_junk(name: str) -> bool:
 
 
 def _left_out(name: str, verdict: bool | None, is_dir: bool) -> bool:
-    """What a walk passes by: hidden entries, what an ignore rule ignores, and junk folders no
-    rule speaks of."""
-    return name.startswith(".") or bool(verdict) or (is_dir and verdict is None and _is_junk(name))
+    """What a walk passes by: hidden entries no `!` line brings back, what an ignore rule
+    ignores, and junk folders no rule speaks of."""
+    if name.startswith("."):
+        return verdict is not False
+    return bool(verdict) or (is_dir and verdict is None and _is_junk(name))
 
 
 @dataclass(frozen=True)
@@ -232,11 +243,12 @@ def _folder_items(
         except OSError as exc:
             yield Skipped(path, f"cannot read: {exc.strerror or exc}")
             continue
-        if entry.name.startswith("."):
-            continue
         verdict = rules.verdict(path, is_dir)
         if _left_out(entry.name, verdict, is_dir):
-            if not verdict:  # a junk folder: said, with how to bring it back
+            if entry.name.startswith("."):
+                if entry.name not in IGNORE_FILES and not verdict:  # an ignore rule's choice is not said
+                    yield Hidden(path)
+            elif not verdict:  # a junk folder: said, with how to bring it back
                 yield Skipped(path, JUNK_REASON.format(name=entry.name))
             continue
         if is_dir:

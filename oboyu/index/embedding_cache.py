@@ -206,6 +206,12 @@ class Lookup:
     keys: list[bytes]
     vectors: np.ndarray
     missing: dict[bytes, str]
+    cached: int  # rows the cache held
+
+    @property
+    def repeated(self) -> int:
+        """Rows whose text another row of this lookup also has: embedded once for all of them."""
+        return len(self.keys) - self.cached - len(self.missing)
 
     def fill(self, fresh: np.ndarray, cache: EmbeddingCache | None, model_id: str) -> np.ndarray:
         """The vectors with `fresh` (the embeddings of `missing`, in order) in place, kept in the cache."""
@@ -230,4 +236,4 @@ def look_up(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) 
             vectors[row] = known[key]
         else:
             missing.setdefault(key, text)
-    return Lookup(keys, vectors, missing)
+    return Lookup(keys, vectors, missing, sum(key in known for key in keys))

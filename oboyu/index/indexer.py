@@ -253,7 +253,7 @@ class Indexer:
         return parts
 
     def _apply(self, plan: Plan, stats: IndexStats) -> None:
-        stats.skipped.extend(plan.skipped)
+        stats.found_skipped(plan.skipped)
         stats.unchanged += plan.unchanged
         if plan.renamed or plan.removed or plan.forgotten:
             with self._open() as store:
@@ -380,8 +380,7 @@ class Indexer:
                     if failed.any():
                         for path in store.skip_documents_of([cid for cid, bad in zip(ids, failed) if bad], UNEMBEDDABLE):
                             stats.skipped.append(Skipped(Path(disk_path(path)), UNEMBEDDABLE))
-                stats.chunks += len(lookup.missing)
-                stats.reused += len(ids) - len(lookup.missing)
+                stats.count_embedded(lookup)
                 done += len(ids)
                 report()
             stats.stopped |= done < len(waiting) and self.stop.is_set()

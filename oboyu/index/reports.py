@@ -4,10 +4,14 @@ did (`IndexStats`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from oboyu.documents.crawl import Skipped
+from oboyu.documents.crawl import Hidden, Skipped
 from oboyu.index.records import Root
 from oboyu.progress import format_duration
+
+if TYPE_CHECKING:  # the cache's module loads the model's: not for a query's reports
+    from oboyu.index.embedding_cache import Lookup
 
 
 @dataclass
@@ -19,17 +23,30 @@ class IndexStats:
     unchanged: int = 0
     chunks: int = 0  # embedded by the model in this run
     reused: int = 0  # vectors taken from the embedding cache
+    repeated: int = 0  # chunks whose text another chunk of the run has: embedded once for both
     skipped: list[Skipped] = field(default_factory=list)
+    hidden: list[Skipped] = field(default_factory=list)  # left out by their leading dot; listed by -v
     missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
     seconds: float = 0.0
     stopped: bool = False  # asked to stop before the end; what was stored is complete per file
+
+    def found_skipped(self, items: list[Skipped]) -> None:
+        """What the walk skipped: hidden entries apart, said only by -v."""
+        for item in items:
+            (self.hidden if isinstance(item, Hidden) else self.skipped).append(item)
+
+    def count_embedded(self, lookup: Lookup) -> None:
+        """A group of the meaning pass: its texts embedded, found in the cache, or repeated."""
+        self.chunks += len(lookup.missing)
+        self.reused += lookup.cached
+        self.repeated += lookup.repeated
 
     def summary(self) -> str:
         line = (
             f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
             f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
             f"{self.chunks} chunks embedded, {self.reused} reused from the cache"
-        )
+        ) + (f", {self.repeated} the same text as another" if self.repeated else "")
         return line + (" (stopped early)" if self.stopped else "")
 
 

@@ -175,7 +175,7 @@ class OboyuTools:
             self._indexing.release()
         return {"finished": True, "added": stats.added, "changed": stats.changed, "removed": stats.removed,
                 "renamed": stats.renamed, "unchanged": stats.unchanged, "skipped": len(stats.skipped),
-                "chunks": stats.chunks, "reused": stats.reused}
+                "chunks": stats.chunks, "reused": stats.reused, "repeated": stats.repeated}
 
     @staticmethod
     def _checked_path(path: str) -> str:
