@@ -15,6 +15,8 @@ import numpy as np
 
 from oboyu.errors import OboyuError
 from oboyu.index.arrays import IndexArrays
+from oboyu.index.arrays_ann import CANDIDATES as ANN_CANDIDATES
+from oboyu.index.arrays_ann import Neighbours
 from oboyu.index.arrays_cache import arrays_of, made_arrays
 from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
@@ -28,6 +30,7 @@ class ResidentIndex:
         self.generation: str | None = None
         self.arrays: IndexArrays | None = None
         self._scan: CodeScan | None = None
+        self._neighbours: Neighbours | None = None  # past the line (arrays_ann): the graph's candidates
         self.has_vector = np.zeros(0, dtype=bool)  # rows still waiting for the meaning pass: False
         self._leads_embedded = np.zeros(0, dtype=bool)
         self._embedded = 0
@@ -61,6 +64,7 @@ class ResidentIndex:
         self._last_scores = self._last_bm25 = None
         self.arrays = arrays
         self._scan = None  # made by the first vector search: a keyword search needs no onnxruntime
+        self._neighbours = Neighbours.of(arrays.folder)
         self.has_vector = np.asarray(arrays.embedded)
         self._embedded = int(self.has_vector.sum())  # counted once, not at each query's two scans
         self._leads_embedded = self.has_vector & arrays.leads
@@ -101,10 +105,15 @@ class ResidentIndex:
 
     def vector_scores(self, query_vector: np.ndarray, n: int, filters: Filters | None = None,
                       leads_only: bool = False) -> Scores:
-        """The n best rows by cosine: those the int8 scan's bound cannot rule out, scored exactly."""
+        """The n best rows by cosine: those the int8 scan's bound cannot rule out, or past the
+        line the graph's best candidates, scored exactly."""
         _unfiltered(filters)
         if not self._embedded:
             return []
+        if self._neighbours is not None:  # its graphs hold the embedded rows only: no mask to apply
+            rows = self._neighbours.rows(query_vector, max(n, ANN_CANDIDATES), leads_only)
+            exact = self._index.vector_rows(rows) @ query_vector.astype(np.float32)
+            return self._top(rows, exact.astype(np.float32), n)
         score, bound = self._approximate(query_vector)
         eligible: np.ndarray | None = self._leads_embedded if leads_only else self.has_vector
         if not leads_only and self._embedded == len(self.has_vector):
