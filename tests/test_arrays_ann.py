@@ -109,3 +109,22 @@ def test_a_graph_that_cannot_be_read_leaves_the_exact_scan_to_answer(past_the_li
     resident._open(arrays)
     for query in queries(vectors, np.random.default_rng(5), 5):
         assert [cid for cid, _ in resident.vector_scores(query, 10)] == exact_top(vectors, query, 10)
+
+
+def test_a_graph_that_cannot_be_made_leaves_the_arrays_whole(past_the_line: tuple[Store, np.ndarray],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk or too little memory while the graph is saved costs the graph, not the arrays:
+    they are made without it and the exact scan answers."""
+    store, vectors = past_the_line
+
+    def no_room(self, path: str) -> None:
+        Path(path).write_bytes(b"half")  # a partial file, as a full disk leaves
+        raise RuntimeError("No space left on device")
+
+    monkeypatch.setattr("usearch.index.Index.save", no_room)
+    folder = arrays_of(store).folder
+    assert not any((folder / name).exists() for name in (*GRAPHS.values(), KEYS))
+    resident = ResidentIndex().refresh(store)
+    assert resident._neighbours is None
+    for query in queries(vectors, np.random.default_rng(6), 3):
+        assert [cid for cid, _ in resident.vector_scores(query, 10)] == exact_top(vectors, query, 10)

@@ -57,6 +57,16 @@ def test_a_bang_line_brings_a_hidden_entry_back(tmp_path: Path) -> None:
     assert [item.path.name for item in hidden] == [".cache"]
 
 
+def test_a_gitignore_bang_line_speaks_to_git_not_of_hidden_entries(tmp_path: Path) -> None:
+    write(tmp_path / ".gitignore", ".*\n!.gitignore\n!.github/\ndata/*\n!data/.gitkeep\n")
+    write(tmp_path / ".github" / "workflows" / "ci.md")
+    write(tmp_path / "data" / ".gitkeep")
+    write(tmp_path / "notes.md")
+    files, skipped = found(tmp_path)
+    assert files == {"notes.md"}  # not .gitignore, .github/ or data/.gitkeep
+    assert set(skipped) == {".github", "data/.gitkeep"} and all(isinstance(i, Hidden) for i in crawl([tmp_path]) if i.path.name != "notes.md")
+
+
 def test_size_cap(tmp_path: Path) -> None:
     write(tmp_path / "big.txt", "x" * 2000)
     write(tmp_path / "small.txt")

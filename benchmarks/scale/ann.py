@@ -1,6 +1,6 @@
-"""Approximate nearest neighbours past ten million passages: which library, measured. Each
-candidate indexes the same vectors and answers the same real queries, one at a time on this
-machine's cores, against the exact top ten.
+"""Approximate nearest neighbours for archives past the exact scan's reach (a few million
+passages): which library, measured. Each candidate indexes the same vectors and answers the same
+real queries, one at a time on this machine's cores, against the exact top ten.
 
     python -m benchmarks.scale.ann make OUT.npy --rows 1000000
     python -m benchmarks.scale.ann measure OUT.npy [--queries 200] [--only usearch-i8,faiss-ivf] [--json NAME]

@@ -193,7 +193,7 @@ def _say_no_match(asked: Asked, results: list[Result], err: TextIO) -> None:
     question = visible(valid_text(asked.text))
     if not results:  # nothing even weak: say why there can be nothing
         if not asked.is_plain:
-            why = "no indexed passage passes the filters"
+            why = "no indexed passage passes the filters" + (" and holds its words" if asked.mode is Mode.KEYWORD else "")
         elif asked.mode is Mode.KEYWORD:
             why = "keyword search: no passage holds its words; hybrid, the default, also finds by meaning"
         else:

@@ -57,7 +57,8 @@ class Hidden(Skipped):
     reason: str = "hidden (its name starts with a dot); a `!NAME` line in .oboyuignore brings it back"
 
 
-IGNORE_FILES = (".gitignore", ".oboyuignore")  # read in this order: .oboyuignore has the last word
+OBOYU_IGNORE = ".oboyuignore"
+IGNORE_FILES = (".gitignore", OBOYU_IGNORE)  # read in this order: .oboyuignore has the last word
 JUNK_REASON = "junk folder (dependencies, build output or caches); a `!{name}/` line in .oboyuignore brings it back"
 
 
@@ -71,8 +72,8 @@ def _exclude_spec(patterns: tuple[str, ...], source: str) -> pathspec.GitIgnoreS
 class _IgnoreRules:
     """The ignore files from the root down to one folder; deeper files override."""
 
-    def __init__(self, layers: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...] = ()):
-        self.layers = layers
+    def __init__(self, layers: tuple[tuple[Path, pathspec.GitIgnoreSpec, bool], ...] = ()):
+        self.layers = layers  # (folder, rules, whether they are a .oboyuignore's)
 
     def descend(self, folder: Path) -> _IgnoreRules:
         layers = self.layers
@@ -81,14 +82,14 @@ class _IgnoreRules:
                 lines = (folder / name).read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 continue
-            layers += ((folder, compile_patterns(lines, str(folder / name))),)
+            layers += ((folder, compile_patterns(lines, str(folder / name)), name == OBOYU_IGNORE),)
         return _IgnoreRules(layers)
 
     @classmethod
     def at(cls, root: Path) -> _IgnoreRules:
         """The rules in force at `root`: the user's `exclude` setting, then the ignore files above
         it inside its git repository, if any, then its own."""
-        rules = cls(((root, _exclude_spec(settings().exclude, str(settings().path))),))
+        rules = cls(((root, _exclude_spec(settings().exclude, str(settings().path)), False),))
         parents = []
         for folder in root.parents:
             parents.append(folder)
@@ -100,9 +101,12 @@ class _IgnoreRules:
             rules = rules.descend(folder)
         return rules.descend(root)
 
-    def verdict(self, path: Path, is_dir: bool) -> bool | None:
-        """True: ignored; False: brought back by a `!` line; None: no rule speaks of it."""
-        for base, spec in reversed(self.layers):
+    def verdict(self, path: Path, is_dir: bool, oboyu_only: bool = False) -> bool | None:
+        """True: ignored; False: brought back by a `!` line; None: no rule speaks of it. With
+        `oboyu_only`, what .oboyuignore files say: a .gitignore's `!.github/` speaks to git."""
+        for base, spec, oboyu in reversed(self.layers):
+            if oboyu_only and not oboyu:
+                continue
             try:
                 rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
             except ValueError:  # a layer above a folder reached through a symlink
@@ -166,7 +170,7 @@ def rules_down_to(root: Path, part: Path, follow_symlinks: bool = False) -> _Ign
             is_dir = path.is_dir()
         except OSError:
             return None
-        if _left_out(name, rules.verdict(path, is_dir), is_dir):
+        if _left_out(name, path, rules, is_dir):
             return None
         if path != part:
             rules = rules.descend(path)
@@ -184,11 +188,12 @@ def _is_junk(name: str) -> bool:
     return name in JUNK_DIRS or name.endswith(".egg-info")
 
 
-def _left_out(name: str, verdict: bool | None, is_dir: bool) -> bool:
-    """What a walk passes by: hidden entries no `!` line brings back, what an ignore rule
-    ignores, and junk folders no rule speaks of."""
+def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> bool:
+    """What a walk passes by: hidden entries no `!` line of a .oboyuignore brings back (never an
+    ignore file itself), what an ignore rule ignores, and junk folders no rule speaks of."""
     if name.startswith("."):
-        return verdict is not False
+        return name in IGNORE_FILES or rules.verdict(path, is_dir, oboyu_only=True) is not False
+    verdict = rules.verdict(path, is_dir)
     return bool(verdict) or (is_dir and verdict is None and _is_junk(name))
 
 
@@ -243,12 +248,11 @@ def _folder_items(
         except OSError as exc:
             yield Skipped(path, f"cannot read: {exc.strerror or exc}")
             continue
-        verdict = rules.verdict(path, is_dir)
-        if _left_out(entry.name, verdict, is_dir):
+        if _left_out(entry.name, path, rules, is_dir):
             if entry.name.startswith("."):
-                if entry.name not in IGNORE_FILES and not verdict:  # an ignore rule's choice is not said
+                if entry.name not in IGNORE_FILES and not rules.verdict(path, is_dir):  # an ignore rule's choice is not said
                     yield Hidden(path)
-            elif not verdict:  # a junk folder: said, with how to bring it back
+            elif not rules.verdict(path, is_dir):  # a junk folder: said, with how to bring it back
                 yield Skipped(path, JUNK_REASON.format(name=entry.name))
             continue
         if is_dir:

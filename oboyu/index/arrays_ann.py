@@ -20,12 +20,15 @@ that is made again.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import numpy as np
 
 from oboyu.index.arrays import read_rows
+
+log = logging.getLogger(__name__)
 
 ANN_FROM_ROWS = 4_000_000  # embedded rows; OBOYU_ANN_FROM_ROWS lowers it (tests, benchmarks)
 DTYPE = "f16"
@@ -56,6 +59,22 @@ def _restored(path: Path, view: bool):
         return Index.restore(str(path), view=view)
     except (OSError, RuntimeError, ValueError):
         return None
+
+
+def make_graphs(folder: Path, old_folder: Path | None = None, old_row: np.ndarray | None = None) -> None:
+    """The graphs of the arrays written in `folder`: carried from `old_folder`'s where given
+    (`old_row`: each row's row there, -1 for a new one), else made in full. They are a speed-up,
+    never needed for a right answer: one that cannot be made (memory, disk) is left out, said in
+    the log, and the exact scan answers."""
+    try:
+        if old_folder is not None and old_row is not None:
+            update_ann(old_folder, folder, old_row)
+        else:
+            build_ann(folder)
+    except (OSError, RuntimeError, ValueError, MemoryError) as error:
+        for name in (*GRAPHS.values(), KEYS, SORTED_KEYS, KEY_ROWS):
+            (folder / name).unlink(missing_ok=True)
+        log.warning("the neighbour graphs were not made (%s); the exact scan answers", error)
 
 
 def build_ann(folder: Path) -> None:
@@ -103,13 +122,14 @@ def update_ann(old_folder: Path, folder: Path, old_row: np.ndarray) -> None:
     """The graphs of `folder` from `old_folder`'s: the keys of rows gone removed, the new rows
     (`old_row` -1, or carried but embedded only now) added under new keys. A full build where the
     old folder has none and the rows have grown past the line."""
-    if not (old_folder / KEYS).exists():
-        build_ann(folder)
-        return
     embedded = np.load(folder / "embedded.npy")
     if int(embedded.sum()) < ann_from_rows():
         return
-    old_keys = np.load(old_folder / KEYS)
+    try:
+        old_keys = np.load(old_folder / KEYS)
+    except OSError:  # none under the line, or the old folder removed by a process that made a newer one
+        build_ann(folder)
+        return
     carried = old_row >= 0
     keys = np.zeros(len(old_row), np.uint64)
     keys[carried] = old_keys[old_row[carried]]
@@ -120,8 +140,8 @@ def update_ann(old_folder: Path, folder: Path, old_row: np.ndarray) -> None:
     vectors = np.load(folder / "vectors.npy", mmap_mode="r")
     leads = np.load(folder / "leads.npy")
     for name, wanted in (("all", embedded), ("leads", embedded & leads)):
-        graph = _restored(old_folder / GRAPHS[name], view=False)
-        if graph is None:  # damaged: made in full
+        graph = _restored(old_folder / GRAPHS[name], view=False)  # in memory: it changes
+        if graph is None:  # damaged, or removed meanwhile: made in full
             build_ann(folder)
             return
         held = gone[graph.contains(gone)] if len(gone) else gone
@@ -129,6 +149,7 @@ def update_ann(old_folder: Path, folder: Path, old_row: np.ndarray) -> None:
             graph.remove(held)
         _add(graph, vectors, np.intersect1d(fresh, np.flatnonzero(wanted)), keys)
         graph.save(str(folder / GRAPHS[name]))
+        del graph  # one graph in memory at a time
     _write_keys(folder, keys)
 
 
@@ -149,7 +170,12 @@ class Neighbours:
         if not all((folder / file).exists() for file in cls.FILES):
             return None
         graphs = {name: _restored(folder / file, view=True) for name, file in GRAPHS.items()}
-        return None if any(graph is None for graph in graphs.values()) else cls(graphs, folder)
+        if any(graph is None for graph in graphs.values()):
+            return None
+        try:
+            return cls(graphs, folder)
+        except (OSError, ValueError):  # removed meanwhile by a process that made a newer one
+            return None
 
     def rows(self, query: np.ndarray, count: int, leads_only: bool = False) -> np.ndarray:
         """The rows of the graph's `count` best candidates, ascending."""
@@ -157,4 +183,5 @@ class Neighbours:
         graph.expansion_search = max(EXPANSION_SEARCH, count)
         found = np.asarray(graph.search(query.astype(np.float32), count, threads=1).keys, np.uint64)
         at = np.minimum(np.searchsorted(self.sorted_keys, found), len(self.sorted_keys) - 1)
+        at = at[np.asarray(self.sorted_keys[at]) == found]  # a key this generation does not hold: none
         return np.sort(np.asarray(self.key_rows[at], np.int64))

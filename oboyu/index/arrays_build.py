@@ -22,7 +22,7 @@ from numpy.lib import format as npy
 
 from oboyu.errors import OboyuError
 from oboyu.index.arrays import CODE_LIMIT, encoded, read_rows, write_meta
-from oboyu.index.arrays_ann import build_ann
+from oboyu.index.arrays_ann import make_graphs
 from oboyu.index.store import Store
 
 SLICE = 65_536  # rows a read
@@ -81,7 +81,7 @@ def build_arrays(store: Store, folder: Path) -> str:
         (folder / "scan.onnx").write_bytes(scan_model(max(dim, 1)))
         model_id = store.model_id()
         con.execute("DROP TABLE chunk_rows")
-    build_ann(folder)  # past the line only; outside DuckDB's transaction: an indexer need not wait for it
+    make_graphs(folder)  # past the line only; outside DuckDB's transaction: an indexer need not wait for it
     write_meta(folder, generation, model_id, dim, rows, schema_version(store))
     return generation
 

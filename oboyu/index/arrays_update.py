@@ -22,7 +22,7 @@ import numpy as np
 
 from oboyu.errors import OboyuError
 from oboyu.index.arrays import IndexArrays, encoded, read_rows, write_meta
-from oboyu.index.arrays_ann import update_ann
+from oboyu.index.arrays_ann import make_graphs
 from oboyu.index.arrays_build import (
     SLICE,
     NpyFile,
@@ -71,7 +71,7 @@ def update_arrays(store: Store, old: IndexArrays, folder: Path) -> str | None:
         _vectors(old, folder, old_row, embedded, new)
         _postings(old, folder, old_row, new)
         (folder / "scan.onnx").write_bytes(old.scan_model)
-    update_ann(old.folder, folder, old_row)
+    make_graphs(folder, old.folder, old_row)
     write_meta(folder, generation, old.model_id, dim, len(ids), old.schema)
     return generation
 
