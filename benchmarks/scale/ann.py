@@ -148,7 +148,7 @@ class Usearch(Candidate):
     def __init__(self, dtype: str):
         from usearch.index import Index
 
-        self.name, self.settings = f"usearch HNSW {dtype}", (256, 512, 1024)
+        self.name, self.settings = f"usearch HNSW {dtype}", (256, 512, 1024, 2048, 4096)
         self.index = Index(ndim=DIMENSIONS, metric="cos", dtype=dtype, connectivity=16, expansion_add=128)
 
     def build(self, blocks, rows):
