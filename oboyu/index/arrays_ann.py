@@ -3,8 +3,10 @@
 embedded first passages of files, in the generation's folder. Past ANN_FROM_ROWS embedded rows
 a query's vector leg asks it for candidates and scores them exactly, instead of scanning every
 row's int8 codes, whose cost grows with the rows (about 39 ms a million here: 389 ms at ten
-million; docs/scale.md). Chosen by measurement (`benchmarks.scale.ann`): usearch builds,
-adds, removes and memory-maps its graph, and ships wheels for every platform oboyu claims.
+million; docs/scale.md). Measured against faiss (`benchmarks.scale.ann`), whose IVF built
+faster and found a little more on made vectors; usearch was kept because it adds and removes by
+key and memory-maps a saved graph (IVF's centroids are trained once), and ships wheels for every
+platform oboyu claims.
 
 The graph holds the rows' float16 vectors and is searched by cosine. Measured and dropped:
 int8 codes (their ties inside a tight cluster of near-copies lose the order: 0.44 of the top ten
