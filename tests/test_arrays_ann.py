@@ -6,11 +6,12 @@ that cannot be read leaves the exact scan to answer)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_index_arrays import DIM, crowded_vectors, exact_top, fill
+from test_index_arrays import DIM, crowded_index, crowded_vectors, exact_top, fill
 
 from oboyu.index.arrays import open_arrays
 from oboyu.index.arrays_ann import GRAPHS, KEYS, Neighbours
@@ -21,14 +22,10 @@ from oboyu.search.resident import ResidentIndex
 
 
 @pytest.fixture
-def past_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, np.ndarray]:
+def past_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Store, np.ndarray]]:
     monkeypatch.setenv("OBOYU_ANN_FROM_ROWS", "500")
-    rng = np.random.default_rng(21)
-    vectors = crowded_vectors(rng, 2_000)
-    with Store(tmp_path / "index.duckdb") as store:
-        store.set_model("test-model", DIM)
-        fill(store, vectors, [f"語{i}" for i in range(40)], rng)
-        yield store, vectors
+    with crowded_index(tmp_path / "index.duckdb", seed=21) as made:
+        yield made
 
 
 def queries(vectors: np.ndarray, rng: np.random.Generator, count: int) -> list[np.ndarray]:

@@ -5,9 +5,11 @@ bound has many rows to rule out."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -47,14 +49,21 @@ def fill(store: Store, vectors: np.ndarray, words: list[str], rng: np.random.Gen
     store.write_documents(items)
 
 
-@pytest.fixture
-def crowded(tmp_path: Path) -> tuple[Store, np.ndarray]:
-    rng = np.random.default_rng(11)
+@contextlib.contextmanager
+def crowded_index(path: Path, seed: int = 11) -> Iterator[tuple[Store, np.ndarray]]:
+    """An index of 2,000 crowded vectors in files of four passages, with words."""
+    rng = np.random.default_rng(seed)
     vectors = crowded_vectors(rng, 2_000)
-    with Store(tmp_path / "index.duckdb") as store:
+    with Store(path) as store:
         store.set_model("test-model", DIM)
         fill(store, vectors, [f"語{i}" for i in range(40)], rng)
         yield store, vectors
+
+
+@pytest.fixture
+def crowded(tmp_path: Path) -> Iterator[tuple[Store, np.ndarray]]:
+    with crowded_index(tmp_path / "index.duckdb") as made:
+        yield made
 
 
 def exact_top(vectors: np.ndarray, query: np.ndarray, n: int, rows: np.ndarray | None = None) -> list[str]:

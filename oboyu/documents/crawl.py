@@ -188,13 +188,18 @@ def _is_junk(name: str) -> bool:
     return name in JUNK_DIRS or name.endswith(".egg-info")
 
 
-def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> bool:
+def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> Skipped | bool:
     """What a walk passes by: hidden entries no `!` line of a .oboyuignore brings back (never an
-    ignore file itself), what an ignore rule ignores, and junk folders no rule speaks of."""
-    if name.startswith("."):
-        return name in IGNORE_FILES or rules.verdict(path, is_dir, oboyu_only=True) is not False
+    ignore file itself), what an ignore rule ignores, and junk folders no rule speaks of. False:
+    walked; True: left out unsaid (an ignore file, an ignore rule's choice); else what to say."""
     verdict = rules.verdict(path, is_dir)
-    return bool(verdict) or (is_dir and verdict is None and _is_junk(name))
+    if name.startswith("."):
+        if name in IGNORE_FILES or rules.verdict(path, is_dir, oboyu_only=True) is False:
+            return name in IGNORE_FILES
+        return True if verdict else Hidden(path)
+    if verdict or not (is_dir and verdict is None and _is_junk(name)):
+        return bool(verdict)
+    return Skipped(path, JUNK_REASON.format(name=name))  # said, with how to bring it back
 
 
 @dataclass(frozen=True)
@@ -248,12 +253,10 @@ def _folder_items(
         except OSError as exc:
             yield Skipped(path, f"cannot read: {exc.strerror or exc}")
             continue
-        if _left_out(entry.name, path, rules, is_dir):
-            if entry.name.startswith("."):
-                if entry.name not in IGNORE_FILES and not rules.verdict(path, is_dir):  # an ignore rule's choice is not said
-                    yield Hidden(path)
-            elif not rules.verdict(path, is_dir):  # a junk folder: said, with how to bring it back
-                yield Skipped(path, JUNK_REASON.format(name=entry.name))
+        left_out = _left_out(entry.name, path, rules, is_dir)
+        if left_out:
+            if isinstance(left_out, Skipped):
+                yield left_out
             continue
         if is_dir:
             yield _Descend(path, rules.descend(path))

@@ -231,9 +231,11 @@ def look_up(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None) 
     vectors = np.full((len(texts), embedder.info.dimensions), np.nan, dtype=np.float32)
     known = cache.get_many(keys, embedder.info.dimensions) if cache is not None and keys else {}
     missing: dict[bytes, str] = {}
+    cached = 0
     for row, (key, text) in enumerate(zip(keys, model_texts)):
         if key in known:
             vectors[row] = known[key]
+            cached += 1
         else:
             missing.setdefault(key, text)
-    return Lookup(keys, vectors, missing, sum(key in known for key in keys))
+    return Lookup(keys, vectors, missing, cached)

@@ -112,13 +112,12 @@ class ResidentIndex:
             return []
         if self._neighbours is not None:  # its graphs hold the embedded rows only: no mask to apply
             rows = self._neighbours.rows(query_vector, max(n, ANN_CANDIDATES), leads_only)
-            exact = self._index.vector_rows(rows) @ query_vector.astype(np.float32)
-            return self._top(rows, exact.astype(np.float32), n)
-        score, bound = self._approximate(query_vector)
-        eligible: np.ndarray | None = self._leads_embedded if leads_only else self.has_vector
-        if not leads_only and self._embedded == len(self.has_vector):
-            eligible = None  # the usual case: no mask to apply
-        rows = candidates(score, bound, eligible, n)
+        else:
+            score, bound = self._approximate(query_vector)
+            eligible: np.ndarray | None = self._leads_embedded if leads_only else self.has_vector
+            if not leads_only and self._embedded == len(self.has_vector):
+                eligible = None  # the usual case: no mask to apply
+            rows = candidates(score, bound, eligible, n)
         exact = self._index.vector_rows(rows) @ query_vector.astype(np.float32)
         return self._top(rows, exact.astype(np.float32), n)
 
