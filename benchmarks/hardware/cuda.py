@@ -82,9 +82,9 @@ def measure(texts_file: Path, rounds: int) -> dict:
     from oboyu.models.embedding import Embedder
     from oboyu.models.manifest import MODEL_FILE, ONNXRUNTIME
     from oboyu.models.providers import CPU, physical_cores
-    from oboyu.search.evaluate import read_jsonl
 
-    raw = [row["text"] for row in read_jsonl(texts_file)]
+    with gzip.open(texts_file, "rt", encoding="utf-8") as handle:  # not oboyu.search: no DuckDB on a GPU machine
+        raw = [json.loads(line)["text"] for line in handle if line.strip()]
     started = time.perf_counter()
     model_dir = ensure_default_model(harness.log)
     build_s = time.perf_counter() - started
