@@ -130,6 +130,20 @@ def test_a_provider_that_fails_to_load_is_dropped_with_its_reason(fake_accelerat
     assert again.provider == CPU and "found earlier" in notices[0]  # remembered: not tried again
 
 
+def test_a_provider_asked_for_that_fails_leaves_the_platforms_accelerator(fake_accelerator, monkeypatch) -> None:
+    """TensorRT asked for without its libraries: the platform's own accelerator, not the CPU."""
+    platform_choice = Choice("FakeExecutionProvider", "test")
+    monkeypatch.setattr(embedding, "choose_here",
+                        lambda requested=None: Choice("AskedExecutionProvider", "asked") if requested else platform_choice)
+    embedder, notices = fake_accelerator("agree")
+    embedder.requested_provider = "asked"
+    monkeypatch.setattr(embedding, "provider_problem",
+                        lambda p: "its libraries are missing" if p == "AskedExecutionProvider" else None)
+    embedder.load(passages=True)
+    assert embedder.provider == "FakeExecutionProvider"
+    assert notices == ["AskedExecutionProvider dropped: its libraries are missing; trying FakeExecutionProvider"]
+
+
 def test_a_provider_that_diverges_is_dropped(fake_accelerator) -> None:
     embedder, notices = fake_accelerator("diverge")
     embedder.load()

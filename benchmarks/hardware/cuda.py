@@ -13,8 +13,7 @@ onnxruntime-gpu is installed: CUDA, on the float16 graph it builds, after its pr
 weights' fp32 graph on CUDA. GPU graphs are timed at the CPU's token budget and at larger ones.
 Each figure is the median of `--rounds` after a warm-up; vectors are compared with the CPU's fp32
 graph by cosine. Last, the choice and the CPU embed the passages as `oboyu index` does, tokenizing
-included. (benchmarks/results/cuda-h200.md came from this script's first form, fd0fd0e: the
-light tokenizer inside every timing, the float16 graph converted in memory.)
+included.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than larger batches here (docs/decisions.md)
 # on a GPU's float16 graph: MAX_BATCH passages a batch, whatever their length (2,048 makes about 7
-# of 256 tokens); 1.44x the passages a second of 2,048 on an H200 (benchmarks/results/cuda-h200.md)
+# of 256 tokens); 1.31x the passages a second of 2,048 on an H200 (benchmarks/results/cuda-h200.md)
 GPU_TOKEN_BUDGET = 65536
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
@@ -162,9 +162,16 @@ class Embedder:
         query in about 3 ms, where OpenVINO takes 0.35 s and 5 ms, and queries are never stored,
         so the index's vectors stay one engine's (docs/decisions.md measures what this costs
         in retrieval: nothing)."""
-        choice = choose_here(self.requested_provider)
-        accelerated = self._accelerated_session(choice) if choice.provider != CPU else None
-        session, provider = (accelerated, choice.provider) if accelerated is not None else (self._make_session(CPU), CPU)
+        session, provider = None, CPU
+        accelerators = self._accelerators()
+        for i, choice in enumerate(accelerators):
+            then = f"trying {accelerators[i + 1].provider}" if i + 1 < len(accelerators) else "embedding on the CPU"
+            session = self._accelerated_session(choice, then)
+            if session is not None:
+                provider = choice.provider
+                break
+        if session is None:
+            session = self._make_session(CPU)
         self.query_provider = provider
         if self.engine != OPENVINO:
             self.provider = provider
@@ -256,7 +263,16 @@ class Embedder:
         return [self.passage_text(" ".join(sentences[(7 * i + j) % len(sentences)] for j in range(12)))
                 for i in range(36)]
 
-    def _accelerated_session(self, choice: Choice) -> ort.InferenceSession | None:
+    def _accelerators(self) -> list[Choice]:
+        """The accelerators to try, best first: the one asked for, then the platform's own choice
+        (TensorRT asked for where its libraries are missing still leaves CUDA, not the CPU)."""
+        asked = choose_here(self.requested_provider)
+        if asked.provider == CPU:
+            return []
+        platform_choice = choose_here("")
+        return [asked] + ([platform_choice] if platform_choice.provider not in (CPU, asked.provider) else [])
+
+    def _accelerated_session(self, choice: Choice, then: str = "embedding on the CPU") -> ort.InferenceSession | None:
         """The accelerator's session if it embeds the probe texts like the CPU does; the verdict
         is kept per model, graph, provider and onnxruntime version, so later processes skip the
         probe. A graph that could not be built here (a full disk, memory) gets no verdict: the
@@ -269,18 +285,18 @@ class Embedder:
         key = f"{self.info.model_id} {self.graph_name(choice.provider)} {choice.provider} onnxruntime-{ort.__version__}"
         known = verdicts.get(key)
         if known is not None and not known["ok"]:
-            self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); embedding on the CPU")
+            self.notify(f"{choice.provider} not used ({known['reason']}, found earlier); {then}")
             return None
         if known is None and (problem := provider_problem(choice.provider)) is not None:
             # it cannot start at all (no CUDA libraries, no device): known before a graph is built for it
             verdicts.put(key, {"ok": False, "reason": problem})
-            self.notify(f"{choice.provider} dropped: {problem}; embedding on the CPU")
+            self.notify(f"{choice.provider} dropped: {problem}; {then}")
             return None
         try:
             self.model_file(choice.provider)
         except Exception as exc:  # building the provider's graph, not the provider, failed
             reason = first_line(exc)
-            self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); embedding on the CPU")
+            self.notify(f"{choice.provider} not used this time: its graph could not be built ({reason}); {then}")
             return None
         try:
             session = started(lambda: self._make_session(choice.provider), choice.provider)
@@ -292,7 +308,7 @@ class Embedder:
         except Exception as exc:  # a provider that cannot load the model, or runs it wrong
             reason = first_line(exc)
             verdicts.put(key, {"ok": False, "reason": reason})
-            self.notify(f"{choice.provider} dropped: {reason}; embedding on the CPU")
+            self.notify(f"{choice.provider} dropped: {reason}; {then}")
             return None
         return session
 
