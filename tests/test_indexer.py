@@ -2,8 +2,13 @@
 
 import io
 import os
+import threading
 from pathlib import Path
 
+import pytest
+
+from oboyu.index import indexer as indexer_module
+from oboyu.index import reports
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
@@ -68,8 +73,48 @@ def test_small_files_before_a_long_one_do_not_extrapolate_an_eta(tmp_path: Path,
         Indexer(store, embedder, progress=ProgressLine(stream, interval=0)).index([root])
     reading = [line for line in stream.getvalue().splitlines() if line.startswith("reading ")]
     before_long = [line for line in reading if line.startswith(("reading 1/3 ", "reading 2/3 "))]
-    assert before_long and all(line.endswith("ETA estimating") for line in before_long), reading
+    # (a note on the long file may follow the ETA: " · on z-long.txt (1.9 MB) for 2.0s")
+    assert before_long and all(line.split(" · on ")[0].endswith("ETA estimating") for line in before_long), reading
     assert reading[-1].startswith("reading 3/3 files") and "ETA estimating" not in reading[-1]
+
+
+def test_a_file_read_for_long_is_named_on_the_progress_line(tmp_path: Path, embedder: Embedder,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One large file showed "reading 0/1 files · 0 chunks" for seconds: the line names it, its
+    size and how long it has taken. Its reading is held here until the line has said so."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "\x1b[31mbig.txt").write_text("長い文書の一行です。\n" * 2000, encoding="utf-8")
+    monkeypatch.setattr(reports, "SLOW_FILE_SECONDS", 0.0)
+    monkeypatch.setattr(indexer_module, "KEYWORD_COMMIT_SECONDS", 0.05)
+    named = threading.Event()
+    real_prepare = indexer_module.prepare_file
+
+    def slow_prepare(*args, **kwargs):
+        named.wait(timeout=30)
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(indexer_module, "prepare_file", slow_prepare)
+    stream = io.StringIO()
+
+    def seen(step) -> None:
+        if step.in_hand:
+            named.set()
+
+    with Store(tmp_path / "index.duckdb") as store:
+        stats = Indexer(store, embedder, progress=ProgressLine(stream, interval=0), on_progress=seen).index([root])
+    assert named.is_set() and stats.added == 1
+    waiting = [line for line in stream.getvalue().splitlines() if " · on " in line]
+    assert waiting[0].startswith("reading 0/1 files · 0 chunks · ")
+    assert waiting[0].split(" · on ")[1].startswith("␛[31mbig.txt (62 kB) for ")  # ESC made visible
+
+
+def test_the_progress_note_waits_and_keeps_to_one_line() -> None:
+    started = 100.0
+    in_hand = reports.InHand(Path("/n") / ("長い名前" * 20 + ".txt"), 8_400_000, started)
+    assert in_hand.note(started + reports.SLOW_FILE_SECONDS / 2) == ""
+    note = in_hand.note(started + 6)
+    assert note.endswith("… (8.4 MB) for 6.0s") and len(note.split(" (")[0]) == reports.NAME_CHARS
 
 
 def test_a_malformed_file_is_skipped_and_the_run_goes_on(tmp_path: Path, embedder: Embedder) -> None:

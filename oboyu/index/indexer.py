@@ -27,7 +27,7 @@ import numpy as np
 from oboyu.documents.chunking import Chunker
 from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches
 from oboyu.errors import OboyuError
-from oboyu.index.ahead import ahead
+from oboyu.index.ahead import ahead, queued
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.index_file import WritableIndex
@@ -36,7 +36,7 @@ from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
 from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
-from oboyu.index.reports import IndexProgress, IndexStats
+from oboyu.index.reports import IndexProgress, IndexStats, InHand
 from oboyu.index.roots import checked_description
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
@@ -114,6 +114,7 @@ class Indexer:
         self._known_skips: dict[str, KnownSkip] = {}  # this run's remembered unindexable files
         self._bulk_wanted = False  # this run is large enough for the fast tokenizer
         self._vectors_missing = 0  # chunks waiting for their vector: none, and the meaning pass has nothing to look for
+        self._in_hand: InHand | None = None  # the file the reader thread is on
 
     # --- what callers ask ----------------------------------------------------------------------
 
@@ -290,7 +291,9 @@ class Indexer:
             rate = chunks_read / elapsed if elapsed > 0 else 0.0
             grounded = done_bytes >= ETA_GROUNDED_SHARE * total_bytes
             eta = elapsed * (total_bytes - done_bytes) / done_bytes if grounded and done_bytes else None
-            self._report(IndexProgress(done_files, len(todo), chunks_read, rate, eta))
+            in_hand = self._in_hand
+            note = in_hand.note(time.perf_counter()) if in_hand is not None else ""
+            self._report(IndexProgress(done_files, len(todo), chunks_read, rate, eta, in_hand=note))
 
         try:
             with self._reader(todo) as work:
@@ -405,44 +408,22 @@ class Indexer:
         if self.on_progress is not None:
             self.on_progress(step)
 
-    @contextlib.contextmanager
-    def _reader(self, todo: list[tuple[FileEntry, StoredFile | None]]) -> Iterator[queue.Queue]:
+    def _reader(self, todo: list[tuple[FileEntry, StoredFile | None]]) -> contextlib.AbstractContextManager[queue.Queue]:
         """A thread preparing the files into a bounded queue, ended by None; its error is raised
         here when the caller is done."""
-        work: queue.Queue = queue.Queue(maxsize=QUEUE_FILES)
-        errors: list[BaseException] = []
         stop = threading.Event()
 
-        def read() -> None:
-            try:
-                with self._outcomes(todo, stop) as outcomes:
-                    for outcome in outcomes:
-                        if stop.is_set():
-                            return
-                        if isinstance(outcome, Prepared):
-                            # looked up here, in the reader thread: in the main thread each row fetched
-                            # waited for the GIL this thread holds (1.2 s of a 3.9 s warm re-index of 150 files)
-                            outcome.vectors = look_up(self.embedder, [embedding_text(outcome.document.title, c.heading, c.text)
-                                                                      for c in outcome.chunks], self.cache).vectors
-                        work.put(outcome)
-            except BaseException as exc:  # surfaced in the main thread
-                errors.append(exc)
-            finally:
-                work.put(None)
+        def read() -> Iterator[Outcome]:
+            with self._outcomes(todo, stop) as outcomes:  # `stop`: set as the caller leaves
+                for outcome in outcomes:
+                    if isinstance(outcome, Prepared):
+                        # looked up here, in the reader thread: in the main thread each row fetched
+                        # waited for the GIL this thread holds (1.2 s of a 3.9 s warm re-index of 150 files)
+                        outcome.vectors = look_up(self.embedder, [embedding_text(outcome.document.title, c.heading, c.text)
+                                                                  for c in outcome.chunks], self.cache).vectors
+                    yield outcome
 
-        thread = threading.Thread(target=read, name="oboyu-reader", daemon=True)
-        thread.start()
-        try:
-            yield work
-        finally:
-            stop.set()
-            while thread.is_alive():  # let a blocked reader finish
-                try:
-                    work.get_nowait()
-                except queue.Empty:
-                    thread.join(0.05)
-        if errors:
-            raise errors[0]
+        return queued(read(), QUEUE_FILES, stop)
 
     def _outcomes(self, todo: Todo, stop: threading.Event) -> contextlib.AbstractContextManager[Iterator[Outcome]]:
         if self.workers is not None:
@@ -451,9 +432,11 @@ class Indexer:
         return contextlib.nullcontext(self._prepare(entry, previous) for entry, previous in todo if not stop.is_set())
 
     def _prepare(self, entry: FileEntry, previous: StoredFile | None) -> Outcome:
+        self._in_hand = InHand(entry.path, entry.size, time.perf_counter())
         outcome = prepare_file(entry, previous, self.embedder, self.chunker, self.max_bytes, self.full, self._bulk_wanted,
                                chunkings=self.chunkings)
         assert not isinstance(outcome, NotReadableHere)  # only a worker's
+        self._in_hand = None
         return outcome
 
     def _store_batch(self, prepared: list[Prepared], touched: list[FileEntry], unreadable: list[str],

@@ -4,11 +4,13 @@ did (`IndexStats`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oboyu.documents.crawl import Hidden, Skipped
 from oboyu.index.records import Root
 from oboyu.progress import format_duration
+from oboyu.text import visible
 
 if TYPE_CHECKING:  # the cache's module loads the model's: not for a query's reports
     from oboyu.index.embedding_cache import Lookup
@@ -50,6 +52,30 @@ class IndexStats:
         return line + (" (stopped early)" if self.stopped else "")
 
 
+SLOW_FILE_SECONDS = 2.0  # a file the reader is on this long is named on the progress line
+NAME_CHARS = 40  # of its name, so that the line stays one terminal line
+
+
+@dataclass(frozen=True)
+class InHand:
+    """The file the reader is on, and since when (`time.perf_counter`): one large file kept the
+    line at "reading 0/1 files · 0 chunks" for 6 to 8 s (8 MB of text), as if nothing moved."""
+
+    path: Path
+    size: int
+    since: float
+
+    def note(self, now: float) -> str:
+        """`notes.txt (8.4 MB) for 6.0s` once it has taken SLOW_FILE_SECONDS, else ''."""
+        seconds = now - self.since
+        if seconds < SLOW_FILE_SECONDS:
+            return ""
+        name = visible(self.path.name)
+        name = name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+        size = f"{self.size / 1e6:.1f} MB" if self.size >= 1e6 else f"{self.size / 1e3:.0f} kB"
+        return f"{name} ({size}) for {format_duration(seconds)}"
+
+
 @dataclass
 class IndexProgress:
     """A step of either pass: `keywords` (files read, chunks made; keyword search finds them)
@@ -63,6 +89,7 @@ class IndexProgress:
     phase: str = "keywords"
     vectors_done: int = 0  # the index's chunks with their vector (meaning)
     vectors_total: int = 0
+    in_hand: str = ""  # the file the reader has been on a while (`InHand.note`), keywords only
 
     @property
     def share(self) -> float:
@@ -80,7 +107,7 @@ class IndexProgress:
         return (
             f"reading {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
             f"{self.rate:.1f} chunks/s · {self._eta()}"
-        )
+        ) + (f" · on {self.in_hand}" if self.in_hand else "")
 
     def _eta(self) -> str:
         return "ETA estimating" if self.eta is None else f"ETA {format_duration(self.eta)}"
