@@ -294,3 +294,33 @@ def test_a_warm_reindex_takes_its_cuts_from_the_cache_and_rebuilds_the_same_inde
     extracted, _ = extract_file((notes / "long.md").read_bytes(), "markdown", "long.md")
     assert indexer.chunkings is not None and indexer.chunkings.get(extracted) is not None
     assert smaller.get(extracted) is None  # another chunker's cuts are not this one's
+
+
+def test_what_the_walk_cannot_take_is_listed_by_status_until_it_is_mended(tmp_path: Path, embedder: Embedder,
+                                                                          oboyu_env: dict) -> None:
+    """A FIFO and a file over the size cap were said by `index` but not by `status`; an
+    unsupported type is a choice, not a problem, and stays unlisted. A run that finds them as
+    they were writes nothing for them."""
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "# メモ\n\n読めるメモ。\n")
+    os.mkfifo(notes / "pipe.md")
+    (notes / "huge.txt").write_bytes(b"x" * 3000)
+    (notes / "photo.jpg").write_bytes(b"\xff\xd8\xff")
+    db = Path(oboyu_env["OBOYU_DB"])
+    Indexer(IndexFile(db), embedder, max_bytes=2000).index([notes])
+
+    def listed() -> dict[str, str]:
+        done = oboyu(oboyu_env, "status", "--json")
+        assert done.returncode == 0, done.stderr
+        return {Path(s["path"]).name: s["reason"] for s in json.loads(done.stdout)["roots"][0]["skipped"]}
+
+    assert listed() == {"pipe.md": "not a regular file", "huge.txt": "larger than the 0.00190735 MB size cap"}
+    plain = oboyu(oboyu_env, "status")
+    assert "skipped pipe.md: not a regular file" in plain.stdout
+    indexer = Indexer(IndexFile(db), embedder, max_bytes=2000)
+    plan = indexer.plan()
+    assert plan.walk_problems == [] and plan.forgotten == []  # remembered as they are: nothing to write
+    (notes / "pipe.md").unlink()
+    (notes / "huge.txt").write_bytes(b"x" * 100)
+    assert indexer.update().added == 1
+    assert listed() == {}

@@ -256,11 +256,12 @@ class Indexer:
     def _apply(self, plan: Plan, stats: IndexStats) -> None:
         stats.found_skipped(plan.skipped)
         stats.unchanged += plan.unchanged
-        if plan.renamed or plan.removed or plan.forgotten:
+        if plan.renamed or plan.removed or plan.forgotten or plan.walk_problems:
             with self._open() as store:
                 store.move_documents(plan.renamed)
                 store.delete_paths(plan.removed)
-                store.remember_skipped([], plan.forgotten)
+                store.remember_skipped([(path, root, KnownSkip(-1, 0, reason)) for path, root, reason in plan.walk_problems],
+                                       plan.forgotten)
             stats.renamed += len(plan.renamed)
             stats.removed += len(plan.removed)
         todo: list[tuple[FileEntry, StoredFile | None]] = [(entry, None) for entry in plan.added]

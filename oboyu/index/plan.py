@@ -37,6 +37,9 @@ class Plan:
     skipped: list[Skipped] = field(default_factory=list)
     missing_roots: list[Root] = field(default_factory=list)
     forgotten: list[str] = field(default_factory=list)  # remembered as unindexable, and gone or changed
+    # what the walk could not take that a person may mend (a FIFO, an unreadable file or folder, a
+    # file over the size cap): (path, root, reason), remembered so that `status` lists them too
+    walk_problems: list[tuple[str, str, str]] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.added or self.changed or self.removed or self.renamed)
@@ -59,6 +62,11 @@ def stored_files(store: Store, parts: list[Part]) -> dict[str, StoredFile]:
     return stored
 
 
+# the walk's reasons worth listing in `status`: not an unsupported type, a junk folder or a
+# symlink's second path, which are choices, not problems
+WALK_PROBLEMS = ("cannot read", "broken symlink", "not a regular file", "larger than the ", "the name holds ")
+
+
 def known_skips(store: Store, parts: list[Part]) -> dict[str, KnownSkip]:
     """The files under the parts whose content could not be indexed when last tried, by path."""
     known: dict[str, KnownSkip] = {}
@@ -79,6 +87,8 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     for part in parts:
         for item in crawl_part(Path(part.root.path), part.path, part.root.follow_symlinks, max_bytes):
             if isinstance(item, Skipped):
+                if stored_path(item.path) not in skipped and item.reason.startswith(WALK_PROBLEMS):
+                    plan.walk_problems.append((stored_path(item.path), part.root.path, item.reason))
                 skipped.setdefault(stored_path(item.path), item)
             else:
                 found.setdefault(stored_path(item.path), item)
@@ -103,8 +113,17 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     if gone and plan.added and not full:
         _find_renames(plan, gone, max_bytes)
     plan.removed = sorted(gone)
-    plan.forgotten = sorted(path for path, skip in known.items()
-                            if path not in found or (skip.size, skip.mtime_ns) != (found[path].size, found[path].mtime_ns))
+    problems = {path: reason for path, _, reason in plan.walk_problems}
+
+    def forgotten(path: str, skip: KnownSkip) -> bool:
+        """Gone (or a walk's problem no more, or another), or changed since it was tried."""
+        if path not in found:
+            return problems.get(path) != skip.reason
+        return (skip.size, skip.mtime_ns) != (found[path].size, found[path].mtime_ns)
+
+    plan.forgotten = sorted(path for path, skip in known.items() if forgotten(path, skip))
+    # remembered already, as they are: nothing to write
+    plan.walk_problems = [p for p in plan.walk_problems if p[0] not in known or known[p[0]].reason != p[2]]
     return plan
 
 
