@@ -276,6 +276,7 @@ class Excerpt:
     headings: list[tuple[int, str]]  # (line, heading path): the section the first line is in, then each change
     truncated: bool  # lines after end_line were asked for but left out (--max-lines, the size cap)
     stale: bool  # the file changed since it was indexed: headings and parts may be off
+    line_cut: bool = False  # the one line shown is only its start: alone it passed the size cap
 
     @property
     def text(self) -> str:
@@ -329,7 +330,7 @@ def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
     total = len(shown.lines)
     first = target.first or 1
     if first > max(total, 1):
-        raise OboyuError(f"line {first} is past the end (the text has {total} lines)")
+        raise OboyuError(f"line {first} is past the end (the text has {total} line{'' if total == 1 else 's'})")
     last = min(total, target.last or total)
     wanted = last
     if max_lines is not None:
@@ -368,6 +369,7 @@ def _cut(excerpt: Excerpt, budget: int) -> None:
         used += cost
     if not kept and excerpt.lines:
         kept = [excerpt.lines[0].encode("utf-8", "surrogatepass")[:budget].decode("utf-8", "ignore")]
+        excerpt.line_cut = True
     excerpt.lines = kept
     excerpt.end_line = excerpt.start_line + max(len(kept), 1) - 1
     excerpt.truncated = True

@@ -1,6 +1,7 @@
 """Text from files, made safe to show. A file's text, name or heading may hold terminal control
 sequences (ESC ] 0; … BEL retitles the window, ESC [ 2 J clears it) or bidi overrides that make a
-name read backwards; nothing from a file reaches a terminal or the app without passing here."""
+name read backwards; nothing from a file reaches a terminal or the app without passing here.
+Text is also cut here into pieces a parser copes with (`pieces`)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,21 @@ def valid_text(text: str) -> str:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
+
+
+# MeCab (fugashi 1.x, unidic) crashed the process (a segmentation fault) on one unknown word of
+# 250,000 letters (a pasted query): it is given pieces of at most this many characters
+MECAB_PIECE_CHARS = 10_000
+
+
+def pieces(text: str, most: int = MECAB_PIECE_CHARS) -> Iterator[tuple[int, str]]:
+    """(start, piece) of `text` in pieces of at most `most` characters, each cut after the last
+    line break, space or 。 of its second half where there is one."""
+    start = 0
+    while len(text) - start > most:
+        end = start + most
+        cut = max(text.rfind(mark, start + most // 2, end) for mark in ("\n", " ", "。"))
+        end = cut + 1 if cut >= 0 else end
+        yield start, text[start:end]
+        start = end
+    yield start, text[start:]

@@ -154,6 +154,13 @@ def test_globs_folders_and_the_size_cap_say_what_they_left_out(indexed: Indexed,
     assert meeting["truncated"] and len(meeting["text"].encode()) <= 100 and meeting["end_line"] == 3
     assert "left_out" in plan and "text" not in plan and "--max-bytes" in plan["left_out"]
     assert f"left out {notes / 'plan.txt'}" in capped.stderr
+    # a first line longer than the cap: only its start, said so (a file of one 225 KB line was said
+    # as "lines 1-1 of 1 shown" with a next line to go on from that did not exist)
+    part = oboyu("get", str(notes / "meeting.md"), "--max-bytes", "10", "--json")
+    (cut,) = json.loads(part.stdout)
+    assert cut["line_cut"] and cut["end_line"] == 1 and len(cut["text"].encode()) <= 10
+    assert "only the first 10 bytes of line 1 shown (--max-bytes)" in part.stderr and ":2` goes on" in part.stderr
+    assert "lines 1-1" not in part.stderr
 
     nothing = oboyu("get", str(notes / "*.pdf"))
     assert nothing.returncode == 1 and "no indexed file there" in nothing.stderr

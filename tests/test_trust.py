@@ -161,14 +161,33 @@ def test_ordinary_conditions_answer_in_one_line(tmp_path: Path, oboyu_env: dict)
     latin = subprocess.run([sys.executable.encode(), b"-m", b"oboyu.cli", b"query", b"caf\xe9 \xe8\xad\xb0\xe4\xba\x8b\xe9\x8c\xb2"],
                            env=oboyu_env, capture_output=True, timeout=300)
     assert latin.returncode in (0, 1) and b"Traceback" not in latin.stderr and b"unexpected" not in latin.stderr
-    lines = b"\xe8\xad\xb0\xe4\xba\x8b\xe9\x8c\xb2\n\xff\xfe bad bytes\n\n\xe4\xbc\x9a\xe8\xad\xb0\n"
+    # a pasted 300,000-letter line crashed the whole batch (MeCab, a segmentation fault)
+    lines = b"\xe8\xad\xb0\xe4\xba\x8b\xe9\x8c\xb2\n\xff\xfe bad bytes\n\n" + b"a" * 300_000 + b"\n\xe4\xbc\x9a\xe8\xad\xb0\n"
     batch = subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "--stdin", "-k", "1"], input=lines,
                            env=oboyu_env, capture_output=True, timeout=300)
     assert batch.returncode == 0, batch.stderr
     answers = [json.loads(line) for line in batch.stdout.splitlines()]
-    assert len(answers) == 4 and answers[2] == [] and answers[0][0]["path"].endswith("a.md")
+    assert len(answers) == 5 and answers[2] == answers[3] == [] and answers[0][0]["path"].endswith("a.md")
+    assert answers[4][0]["path"].endswith("a.md")  # the line after the long one is answered
     errors = [json.loads(line) for line in batch.stderr.splitlines() if line.startswith(b"{")]
-    assert errors == [{"line": 3, "error": "the query is empty"}]
+    assert errors == [{"line": 3, "error": "the query is empty"},
+                      {"line": 4, "error": "the query is 300,000 characters long; shorten it to at most 1,000"}]
+    long = oboyu(oboyu_env, "query", "議事録 " * 400)
+    assert long.returncode == 2 and long.stderr.strip() == (
+        "oboyu: error: the query is 1,600 characters long; shorten it to at most 1,000")
+
+
+def test_mecab_takes_a_word_of_any_length() -> None:
+    """fugashi's MeCab died of a segmentation fault on one unknown word of 250,000 letters: in a
+    process of its own, so that a crash fails this test, not the run."""
+    script = ("from oboyu.documents.keywords import _terms_with_spans, term_counts, words\n"
+              "assert words('a' * 300_000) and term_counts('x' * 300_000 + ' 議事録')\n"
+              "text = '会議の議事録。' * 3000 + 'z' * 30_000\n"
+              "last = _terms_with_spans(text)[-1]\n"
+              "print(last[2], set(text[last[1]:last[2]]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "51000 {'z'}"  # the last word's span, counted over the pieces
 
 
 def test_an_index_in_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path, oboyu_env: dict) -> None:

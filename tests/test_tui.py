@@ -334,7 +334,7 @@ def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> No
     from rich.console import Console
     from textual import events
 
-    from oboyu.search.query import Result
+    from oboyu.search.query import MAX_QUERY_CHARS, Result
     from oboyu.tui.widgets import result_prompt
 
     async def run() -> None:
@@ -354,6 +354,11 @@ def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> No
             box.value = ""
             box.post_message(events.Paste("会議の\n議事録を\r\nまとめる"))
             await until(pilot, lambda: box.value == "会議の 議事録を まとめる")
+            box.value = ""
+            box.post_message(events.Paste("a" * 300_000))  # crashed the app (MeCab): cut to the longest query
+            await until(pilot, lambda: len(box.value) == MAX_QUERY_CHARS)
+            await pilot.pause()
+            assert any("the paste was cut" in n.message for n in app._notifications)
 
             quit_key = [b for b in app.active_bindings.values() if b.binding.key == "ctrl+q"]
             assert quit_key and quit_key[0].binding.show and quit_key[0].binding.description == "Quit"

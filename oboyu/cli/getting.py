@@ -56,8 +56,7 @@ def get(targets: tuple[str, ...], db: Path | None, max_lines: int | None, max_by
             click.echo(visible(f"oboyu: left out {item.target.path}: {item.reason}; ask for it alone, or raise --max-bytes"),
                        err=True)
         elif item.truncated:
-            click.echo(visible(f"oboyu: {item.target.path}: lines {item.start_line}-{item.end_line} of {item.total_lines} "
-                               f"shown; `oboyu get {shlex.quote(f'{item.target.path}:{item.end_line + 1}')}` goes on"), err=True)
+            click.echo(visible(f"oboyu: {item.target.path}: {_what_was_shown(item, max_bytes)}"), err=True)
         if isinstance(item, Excerpt) and item.stale:
             click.echo(visible(f"oboyu: {item.target.path} changed since it was indexed: its headings and pages may be "
                                "off until `oboyu index` reads it again"), err=True)
@@ -72,6 +71,16 @@ def get(targets: tuple[str, ...], db: Path | None, max_lines: int | None, max_by
         raise SystemExit(EXIT_NO_RESULTS)
 
 
+def _what_was_shown(item: Excerpt, max_bytes: int) -> str:
+    """`lines 1-40 of 120 shown; ... goes on`, or, for one line longer than the cap (a file of one
+    200 KB line), that only its start was shown: no next line to go on from."""
+    goes_on = f"`oboyu get {shlex.quote(f'{item.target.path}:{item.end_line + 1}')}` goes on"
+    if item.line_cut:
+        said = f"only the first {max_bytes:,} bytes of line {item.end_line} shown (--max-bytes); raise it to see the line whole"
+        return said + (f", or {goes_on}" if item.end_line < item.total_lines else "")
+    return f"lines {item.start_line}-{item.end_line} of {item.total_lines} shown; {goes_on}"
+
+
 def _json(item: Excerpt | LeftOut) -> dict:
     target = item.target
     out: dict = {"path": target.path, "request": target.request.argument}
@@ -81,7 +90,7 @@ def _json(item: Excerpt | LeftOut) -> dict:
         return out | {"left_out": item.reason}
     return out | {
         "file_type": target.file_type, "start_line": item.start_line, "end_line": item.end_line,
-        "total_lines": item.total_lines, "truncated": item.truncated, "stale": item.stale,
+        "total_lines": item.total_lines, "truncated": item.truncated, "line_cut": item.line_cut, "stale": item.stale,
         "headings": [{"line": line, "heading": heading} for line, heading in item.headings],
         "parts": [{"line": line, "location": label} for line, label in item.parts],
         "text": item.text,

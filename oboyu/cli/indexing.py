@@ -285,7 +285,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         "documents": documents,
         "chunks": chunks,
         "meaning": f"{meaning_share(embedded, chunks)} of passages" + (
-            "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; an interrupted run? `oboyu index` finishes it)"),
+            "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; the `oboyu index` under way makes the rest, "
+                                          "or, after an interrupted one, `oboyu index` does)"),
         "embedded_chunks": embedded,
         "bytes": file_bytes(path),
         "search_arrays": {"path": str(arrays[0]), "current": arrays[1], "bytes": arrays[2]} if arrays else None,

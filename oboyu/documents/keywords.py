@@ -23,6 +23,8 @@ import threading
 import unicodedata
 from collections import Counter
 
+from oboyu.text import pieces
+
 _DROP_POS = {"助詞", "助動詞", "補助記号", "記号", "空白"}
 _ASCII_WORD = re.compile(r"[a-z][a-z0-9_]*")
 _PUNCT_ONLY = re.compile(r"^[\W_]+$")
@@ -187,9 +189,17 @@ def _terms_with_spans(text: str) -> list[tuple[str, int, int, bool]]:
     """(term, start, end, unknown to the dictionary) for each indexable word of `text`; each word
     is normalised on its own, so spans refer to `text` as given."""
     out = []
-    pos = 0
     # same length, so spans still refer to `text`
-    for token in _tagger()(_HIRAGANA_LOANWORD.sub(_as_katakana, text) if "ー" in text else text):
+    spelled = _HIRAGANA_LOANWORD.sub(_as_katakana, text) if "ー" in text else text
+    for offset, piece in pieces(spelled):
+        out += _piece_terms(piece, offset)
+    return out
+
+
+def _piece_terms(text: str, pos: int) -> list[tuple[str, int, int, bool]]:
+    """`_terms_with_spans` of a piece that starts at `pos`."""
+    out = []
+    for token in _tagger()(text):
         pos += len(token.white_space)
         surface = token.surface
         start, pos = pos, pos + len(surface)

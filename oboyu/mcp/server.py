@@ -38,9 +38,9 @@ from oboyu.modes import Mode
 from oboyu.paths import disk_path, is_within, stored_path
 from oboyu.search.filters import make_filters
 from oboyu.search.live import LiveIndex
+from oboyu.search.query import MAX_QUERY_CHARS
 from oboyu.text import valid_text
 
-MAX_QUERY_CHARS = 1000
 MAX_K = 50
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 200_000
@@ -90,7 +90,7 @@ class OboyuTools:
         if not query.strip():
             raise RefusedError("query is empty")
         if len(query) > MAX_QUERY_CHARS:
-            raise RefusedError(f"query is longer than {MAX_QUERY_CHARS} characters")
+            raise RefusedError(f"query is longer than {MAX_QUERY_CHARS:,} characters")
         if not 1 <= k <= MAX_K:
             raise RefusedError(f"k must be between 1 and {MAX_K}")
         for name, value in (("mode", mode), ("path", path), ("type", type), ("since", since)):

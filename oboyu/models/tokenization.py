@@ -16,6 +16,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from oboyu.errors import OboyuError
+from oboyu.text import pieces
 
 MECAB = "mecab-unidic-lite"  # the manifest's `word_segmenter` for BertJapaneseTokenizer models
 
@@ -69,13 +70,14 @@ class MecabWordPiece:
         normal = unicodedata.normalize("NFKC", text)
         to_original = _offset_map(text, normal)
         words, starts, pos = [], [], 0
-        for node in self._tagger()(normal):
-            found = normal.find(node.surface, pos)
-            if not node.surface or found < 0:
-                continue
-            words.append(node.surface)
-            starts.append(to_original(found))
-            pos = found + len(node.surface)
+        for _, piece in pieces(normal):  # `pos` follows the pieces through `normal`
+            for node in self._tagger()(piece):
+                found = normal.find(node.surface, pos)
+                if not node.surface or found < 0:
+                    continue
+                words.append(node.surface)
+                starts.append(to_original(found))
+                pos = found + len(node.surface)
         return words, starts
 
     def _tagger(self):

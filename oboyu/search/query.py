@@ -66,6 +66,11 @@ HYBRID = Fusion()
 JSON_KEYS = {"confidence": "score", "ranking_score": "fused"}
 
 
+# the model reads about 512 tokens (some 700 to 1,000 Japanese characters) of a query; far longer
+# pastes only cost time (100,000 characters: 9 s) and echo back in full
+MAX_QUERY_CHARS = 1000
+
+
 @dataclass
 class Result:
     rank: int
@@ -126,6 +131,8 @@ def search(
     query = valid_text(query)  # an MCP client or a script may send a lone surrogate
     if not query.strip():
         raise OboyuError("the query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise OboyuError(f"the query is {len(query):,} characters long; shorten it to at most {MAX_QUERY_CHARS:,}")
     if k < 1:
         raise OboyuError("-k must be at least 1")
     indexed_with = ranker.model_id()

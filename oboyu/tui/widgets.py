@@ -17,7 +17,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.live import Answer
-from oboyu.search.query import Result
+from oboyu.search.query import MAX_QUERY_CHARS, Result
 from oboyu.text import visible
 from oboyu.tui.preview import highlighted, read_preview
 
@@ -180,10 +180,18 @@ class Preview(VerticalScroll, can_focus=True):
 
 class QueryInput(Input):
     """The search box. A pasted paragraph becomes one line, its lines joined by spaces (a plain
-    Input keeps only the first line, without a word)."""
+    Input keeps only the first line, without a word), cut to the longest query searched (a paste
+    of 300,000 characters crashed the app)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, max_length=MAX_QUERY_CHARS, **kwargs)
 
     def _on_paste(self, event: events.Paste) -> None:
         text = " ".join(event.text.split())
+        room = MAX_QUERY_CHARS - len(self.value) + len(self.selected_text)
+        if len(text) > room:
+            text = text[: max(room, 0)]
+            self.app.notify(f"the paste was cut: a query holds at most {MAX_QUERY_CHARS:,} characters", severity="warning")
         if text:
             if self.selection.is_empty:
                 self.insert_text_at_cursor(text)
