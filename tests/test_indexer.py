@@ -59,6 +59,15 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
     meaning = [line for line in lines if line.startswith("meaning: ")]
     assert meaning[0].startswith("meaning: 0% of passages (0/3)") and meaning[-1].startswith("meaning: 100% of passages (3/3) · ")
     assert lines.index(reading[-1]) < lines.index(meaning[0])
+    # an update: the line counts the index's passages, the header says why they are more
+    (root / "3.txt").write_text("メモ3。新しい内容。\n", encoding="utf-8")
+    stream = io.StringIO()
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder, progress=ProgressLine(stream, interval=0)).index([root])
+    lines = stream.getvalue().strip().splitlines()
+    assert any(line.startswith("keyword search is ready; making the vectors of 1 passage (") and
+               line.endswith("; 3 of the index's 4 have theirs)") for line in lines), lines
+    assert [line for line in lines if line.startswith("meaning: ")][-1].startswith("meaning: 100% of passages (4/4)")
 
 
 def test_small_files_before_a_long_one_do_not_extrapolate_an_eta(tmp_path: Path, embedder: Embedder) -> None:

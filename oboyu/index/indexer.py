@@ -348,9 +348,10 @@ class Indexer:
             return
         if len(waiting) >= BULK_TOKENIZER_PASSAGES and self.workers is None:
             self.embedder.use_bulk_tokenizer()
+        had = f"; {embedded_before:,} of the index's {total:,} have theirs" if embedded_before else ""
         self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} "
                               f"passage{'' if len(waiting) == 1 else 's'} "
-                              "(meaning search reaches each as it is made)")
+                              f"(meaning search reaches each as it is made{had})")
         started = time.perf_counter()
         done = 0
 
