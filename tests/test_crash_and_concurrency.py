@@ -300,3 +300,17 @@ def test_watch_survives_a_burst_like_a_checkout(tmp_path: Path, oboyu_env: dict)
         wait_for(lambda: document_count(db) == 1, timeout=60)
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
+
+
+def test_duckdbs_word_for_ctrl_c_is_said_as_interrupted() -> None:
+    """Ctrl+C during a DuckDB query reaches Python as RuntimeError('Query interrupted') (duckdb
+    1.5.5, seen with SIGINT during a long count), which `oboyu index` said as "unexpected error:
+    RuntimeError: Query interrupted" (exit 2). Raised here as DuckDB raises it: the signal takes
+    DuckDB tens of seconds to notice in a query long enough to be sure of catching it."""
+    script = ("from oboyu.cli import main as entry\n"
+              "def run(**_):\n"
+              "    raise RuntimeError('Query interrupted')\n"
+              "entry.cli.main = run\n"
+              "entry.main()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "oboyu: interrupted\n")
