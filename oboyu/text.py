@@ -58,7 +58,6 @@ def valid_text(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-
 # MeCab (fugashi 1.x, unidic) crashed the process (a segmentation fault) on one unknown word of
 # 250,000 letters (a pasted query): it is given pieces of at most this many characters
 MECAB_PIECE_CHARS = 10_000
