@@ -67,9 +67,10 @@ DUCKDB_INTERRUPTED = "Query interrupted"
 
 
 def _interrupted() -> NoReturn:
-    """Ctrl+C: one line, exit status 130, and no interpreter shutdown. With threads still in
-    onnxruntime, OpenVINO or DuckDB, that shutdown crashed the process now and then (a
-    segmentation fault, once in about twelve); what the run stored is as safe as after a kill."""
+    """Ctrl+C: one line, exit status 130, and no interpreter shutdown. A user trial saw Ctrl+C
+    end in a segmentation fault about once in twelve; the shutdown, where threads still in
+    onnxruntime, OpenVINO or DuckDB meet libraries being torn down, is one place that can happen.
+    What the run stored is as safe as after a kill (the crash tests)."""
     click.echo("oboyu: interrupted", err=True)
     for stream in (sys.stdout, sys.stderr):
         try:
