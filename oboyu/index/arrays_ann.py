@@ -36,7 +36,10 @@ ANN_FROM_ROWS = 4_000_000  # embedded rows; OBOYU_ANN_FROM_ROWS lowers it (tests
 DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
-EXPANSION_SEARCH = 2048  # 200 candidates rescored, 4M made rows: recall@10 0.986 in 15 ms (docs/scale.md)
+# how widely a query searches the graph, 200 candidates rescored (made rows, docs/scale.md): at 4M
+# 2,048 gave recall@10 0.986 in 15 ms; at 10M 0.944 in 17 ms, 4,096 0.977 in 31 ms: wider past 5M
+EXPANSION_SEARCH = 2048
+WIDER_FROM_ROWS, EXPANSION_SEARCH_WIDER = 5_000_000, 4096
 CANDIDATES = 200  # rows a query's graph search gives to exact scoring
 SLICE = 65_536
 GRAPHS = {"all": "ann.usearch", "leads": "ann-leads.usearch"}
@@ -45,6 +48,11 @@ KEYS, SORTED_KEYS, KEY_ROWS = "ann_keys.npy", "ann_sorted_keys.npy", "ann_key_ro
 
 def ann_from_rows() -> int:
     return int(os.environ.get("OBOYU_ANN_FROM_ROWS") or ANN_FROM_ROWS)
+
+
+def expansion_search(rows: int) -> int:
+    """How widely a query searches a graph of `rows`."""
+    return EXPANSION_SEARCH_WIDER if rows > WIDER_FROM_ROWS else EXPANSION_SEARCH
 
 
 def _new_graph(dim: int):
@@ -182,7 +190,7 @@ class Neighbours:
     def rows(self, query: np.ndarray, count: int, leads_only: bool = False) -> np.ndarray:
         """The rows of the graph's `count` best candidates, ascending."""
         graph = self.graphs["leads" if leads_only else "all"]
-        graph.expansion_search = max(EXPANSION_SEARCH, count)
+        graph.expansion_search = max(expansion_search(len(graph)), count)
         found = np.asarray(graph.search(query.astype(np.float32), count, threads=1).keys, np.uint64)
         at = np.minimum(np.searchsorted(self.sorted_keys, found), len(self.sorted_keys) - 1)
         at = at[np.asarray(self.sorted_keys[at]) == found]  # a key this generation does not hold: none
