@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oboyu.errors import IndexBusyError
+from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
@@ -242,13 +242,17 @@ def test_ctrl_c_at_any_moment_says_interrupted_and_leaves_a_consistent_index(tmp
         _, err = process.communicate()
         if process.returncode == 0:
             continue  # finished first
+        if process.returncode == -signal.SIGINT and not err:
+            continue  # came before Python's own handler (a loaded machine starts slowly): nothing ran
         interrupted += 1
         assert process.returncode == 130, (delay, process.returncode, err)
         assert err.rstrip().splitlines()[-1] == "oboyu: interrupted" and "unexpected" not in err, err
         db = Path(env["OBOYU_DB"])
-        if db.exists():
+        try:
             with Store(db, read_only=True) as store:
                 assert store.integrity_problems(vectors_made=False) == []
+        except OboyuError as exc:  # stopped before the schema was made: the next run makes it
+            assert str(exc).endswith("holds no index yet: `oboyu index FOLDER` makes it") or not db.exists(), exc
     assert interrupted >= 3  # the signal reached most runs
 
 

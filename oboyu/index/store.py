@@ -129,6 +129,8 @@ class Store(RootTable):
                     "index into a new file with --db"
                 )
             return
+        if self.read_only and not tables:  # a run stopped (Ctrl+C) before it made the schema
+            raise OboyuError(f"{self.path} holds no index yet: `oboyu index FOLDER` makes it")
         if self.read_only:
             raise OboyuError(f"{self.path} is not an oboyu index")
         if tables:
