@@ -31,8 +31,11 @@ NOT_HANDED = ("--stdin", "--help", "-h")  # answered here: a stream of queries, 
 def main() -> None:
     code = handed_off(sys.argv[1:])
     if code is None:
-        from oboyu.cli.main import main as run_here
-
+        try:
+            from oboyu.cli.main import main as run_here
+        except KeyboardInterrupt:  # Ctrl+C while the commands load (a slow start): said as main() says it
+            sys.stderr.write("oboyu: interrupted\n")
+            sys.exit(130)
         run_here()
         return
     sys.exit(code)
