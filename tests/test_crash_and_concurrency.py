@@ -318,3 +318,41 @@ def test_duckdbs_word_for_ctrl_c_is_said_as_interrupted() -> None:
               "entry.main()\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (130, "oboyu: interrupted\n")
+
+
+def run_entry(prologue: str, *args: str) -> subprocess.CompletedProcess:
+    """`oboyu ARGS` through the command's real entry point, after `prologue` has run."""
+    script = f"import sys\n{prologue}\nsys.argv = ['oboyu', *{list(args)!r}]\nfrom oboyu.cli.handoff import main\nmain()\n"
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          preexec_fn=None if sys.platform == "win32" else lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to one's own process")
+def test_ctrl_c_while_the_commands_load_ends_at_once_as_interrupted() -> None:
+    """Ctrl+C while the commands load came back, when it landed in a C extension's set-up, as
+    "ImportError: initialization failed" and a segmentation fault, or (caught) as an end by the
+    signal with "interrupted" printed. It lands here as DuckDB's module is about to load."""
+    prologue = ("import os, signal\n"
+                "class Interrupt:\n"
+                "    def find_spec(self, name, path=None, target=None):\n"
+                "        if name == 'duckdb':\n"
+                "            os.kill(os.getpid(), signal.SIGINT)\n"
+                "sys.meta_path.insert(0, Interrupt())\n")
+    done = run_entry(prologue, "status")
+    assert (done.returncode, done.stderr) == (130, "oboyu: interrupted\n")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to one's own process")
+def test_ctrl_c_after_the_command_has_finished_leaves_its_exit_status() -> None:
+    """A Ctrl+C in the interpreter's shutdown, after the command had said it was done, ended the
+    process by the signal (or, with threads still in native code, a crash): a finished run looked
+    failed. It lands here in an exit handler, which waits to see whether it is interrupted."""
+    prologue = ("import atexit, os, signal, time\n"
+                "def late():\n"
+                "    os.kill(os.getpid(), signal.SIGINT)\n"
+                "    time.sleep(0.2)\n"
+                "    sys.stderr.write('shut down\\n')\n"
+                "atexit.register(late)\n")
+    done = run_entry(prologue, "--version")
+    assert (done.returncode, done.stderr) == (0, "shut down\n")
+    assert done.stdout.startswith("oboyu, version")

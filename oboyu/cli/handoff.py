@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
+from types import FrameType
 
 from oboyu.cli.sockets import receive_all, socket_path
 
@@ -29,16 +31,30 @@ NOT_HANDED = ("--stdin", "--help", "-h")  # answered here: a stream of queries, 
 
 
 def main() -> None:
+    waiting = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if waiting:  # not when SIGINT is ignored (a background job): it stays ignored
+        signal.signal(signal.SIGINT, leave_while_loading)
     code = handed_off(sys.argv[1:])
-    if code is None:
-        try:
-            from oboyu.cli.main import main as run_here
-        except KeyboardInterrupt:  # Ctrl+C while the commands load (a slow start): said as main() says it
-            sys.stderr.write("oboyu: interrupted\n")
-            sys.exit(130)
+    if code is not None:
+        sys.exit(code)
+    from oboyu.cli.main import main as run_here
+
+    try:  # main() gives Ctrl+C back to Python once it can say "interrupted" itself
         run_here()
-        return
-    sys.exit(code)
+    finally:  # the command has finished and said so: a Ctrl+C now would raise in the interpreter's
+        if waiting:  # shutdown, ending by the signal or, with threads in native code, in a crash
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def leave_while_loading(signum: int, frame: FrameType | None) -> None:
+    """Ctrl+C while a warm process answers or the commands load (a slow start): said as main()
+    says it, and at once.
+    A KeyboardInterrupt raised inside a C extension's set-up (DuckDB's, onnxruntime's) came back
+    as "ImportError: initialization failed" or a crash, or, caught, made Python end by the signal
+    rather than with 130. Nothing is stored yet, so there is nothing to finish."""
+    sys.stderr.write("oboyu: interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def handed_off(args: list[str]) -> int | None:

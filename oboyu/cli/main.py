@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import sys
 import traceback
 from typing import NoReturn
@@ -18,6 +19,7 @@ import click
 from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.getting import get
+from oboyu.cli.handoff import leave_while_loading
 from oboyu.cli.indexing import describe, index, reindex, remove, status
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
@@ -88,6 +90,8 @@ def main() -> None:
     library.setLevel(logging.DEBUG if debug else logging.WARNING)
     library.propagate = False
     try:
+        if signal.getsignal(signal.SIGINT) is leave_while_loading:  # from here Ctrl+C is caught below
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
