@@ -359,3 +359,23 @@ def test_ctrl_c_after_the_command_has_finished_leaves_its_exit_status() -> None:
     done = run_entry(prologue, "--version")
     assert (done.returncode, done.stderr) == (0, "shut down\n")
     assert done.stdout.startswith("oboyu, version")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to one's own process")
+def test_ctrl_c_during_an_import_lands_after_it(tmp_path: Path) -> None:
+    """A Ctrl+C inside a native library's first import (OpenVINO's, mid-run) came back as
+    "ImportError: initialization failed", said as "openvino is not installed". The command holds
+    it back until the import is done; here the module being imported is interrupted itself."""
+    (tmp_path / "slow_to_load.py").write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\n"
+                                              "for _ in range(20):\n    time.sleep(0.01)\nLOADED = True\n")
+    script = ("import signal, sys, time\n"
+              "from oboyu.cli.interrupts import interrupt_outside_imports\n"
+              "signal.signal(signal.SIGINT, interrupt_outside_imports)\n"
+              f"sys.path.insert(0, {str(tmp_path)!r})\n"
+              "try:\n"
+              "    import slow_to_load\n"
+              "    time.sleep(10)\n"
+              "except KeyboardInterrupt:\n"
+              "    print('interrupted, loaded:', getattr(sys.modules.get('slow_to_load'), 'LOADED', False))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "interrupted, loaded: True\n")

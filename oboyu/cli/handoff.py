@@ -20,8 +20,8 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from types import FrameType
 
+from oboyu.cli.interrupts import leave_now
 from oboyu.cli.sockets import receive_all, socket_path
 
 CONNECT_SECONDS = 0.5  # a server that does not accept in this time is not used
@@ -33,7 +33,7 @@ NOT_HANDED = ("--stdin", "--help", "-h")  # answered here: a stream of queries, 
 def main() -> None:
     waiting = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     if waiting:  # not when SIGINT is ignored (a background job): it stays ignored
-        signal.signal(signal.SIGINT, leave_while_loading)
+        signal.signal(signal.SIGINT, leave_now)
     code = handed_off(sys.argv[1:])
     if code is not None:
         sys.exit(code)
@@ -44,17 +44,6 @@ def main() -> None:
     finally:  # the command has finished and said so: a Ctrl+C now would raise in the interpreter's
         if waiting:  # shutdown, ending by the signal or, with threads in native code, in a crash
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def leave_while_loading(signum: int, frame: FrameType | None) -> None:
-    """Ctrl+C while a warm process answers or the commands load (a slow start): said as main()
-    says it, and at once.
-    A KeyboardInterrupt raised inside a C extension's set-up (DuckDB's, onnxruntime's) came back
-    as "ImportError: initialization failed" or a crash, or, caught, made Python end by the signal
-    rather than with 130. Nothing is stored yet, so there is nothing to finish."""
-    sys.stderr.write("oboyu: interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)
 
 
 def handed_off(args: list[str]) -> int | None:

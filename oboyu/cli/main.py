@@ -19,8 +19,8 @@ import click
 from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.getting import get
-from oboyu.cli.handoff import leave_while_loading
 from oboyu.cli.indexing import describe, index, reindex, remove, status
+from oboyu.cli.interrupts import INTERRUPTED, interrupt_outside_imports, leave_now
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
 from oboyu.cli.serving import serve
@@ -82,7 +82,7 @@ def _interrupted() -> NoReturn:
     end in a segmentation fault about once in twelve; the shutdown, where threads still in
     onnxruntime, OpenVINO or DuckDB meet libraries being torn down, is one place that can happen.
     What the run stored is as safe as after a kill (the crash tests)."""
-    click.echo("oboyu: interrupted", err=True)
+    click.echo(INTERRUPTED, err=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -99,8 +99,8 @@ def main() -> None:
     library.setLevel(logging.DEBUG if debug else logging.WARNING)
     library.propagate = False
     try:
-        if signal.getsignal(signal.SIGINT) is leave_while_loading:  # from here Ctrl+C is caught below
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGINT) is leave_now:  # from here Ctrl+C is caught below
+            signal.signal(signal.SIGINT, interrupt_outside_imports)
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
