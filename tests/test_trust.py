@@ -297,10 +297,12 @@ def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, o
     first = oboyu(env, "index", str(notes), "-v")
     assert first.returncode == 0, first.stderr
     assert "3 added" in first.stderr  # a.md, build/house.md (brought back), recipe.textile
-    assert f"skipped {notes / 'vendor'}: junk folder" in first.stderr  # said, with -v
+    assert f"left out {notes / 'vendor'}: junk folder" in first.stderr  # said, with -v
+    assert "0 skipped" in first.stderr  # a folder left out is no file that failed
     listed = json.loads(oboyu(env, "status", "--json").stdout)["roots"]
     assert [r["left_out"] for r in listed] == [[str(notes / "vendor")]]  # and kept for status
     assert "left out (junk folders" in oboyu(env, "status").stdout
+    assert "left out: 1 junk folder (dependencies, build output or caches: vendor)" in oboyu(env, "index", str(notes)).stderr
     named = oboyu(env, "index", str(notes / "vendor"))  # named: indexed on its own, junk or not
     assert "1 added" in named.stderr
     again = oboyu(env, "index", str(notes))  # the parent's walk leaves vendor/ to its own root

@@ -14,7 +14,7 @@ import click
 
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
-from oboyu.documents.crawl import Hidden
+from oboyu.documents.crawl import Hidden, JunkFolder
 from oboyu.errors import OboyuError
 from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile
@@ -206,8 +206,13 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
         err.write(visible(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
                           f"`oboyu remove {root.name}` drops them") + "\n")
     if verbose:
-        for item in stats.hidden:
+        for item in stats.hidden + stats.junk:
             err.write(visible(f"  left out {item.path}: {item.reason}") + "\n")
+    elif stats.junk:
+        names = ", ".join(sorted({item.path.name for item in stats.junk}))
+        folders = "1 junk folder" if len(stats.junk) == 1 else f"{len(stats.junk)} junk folders"
+        err.write(visible(f"  left out: {folders} (dependencies, build output or caches: "
+                          f"{names}); a `!NAME/` line in .oboyuignore brings one back") + "\n")
     if stats.skipped:
         if verbose:
             for item in stats.skipped:
@@ -326,7 +331,8 @@ def _arrays_line(arrays: tuple[Path, bool, int] | None) -> str:
 
 def _pending(db: Path, names: tuple[str, ...], as_json: bool) -> None:
     plan = Indexer(IndexFile(db), load_embedder(index_model(db))).plan(names)
-    plan.skipped = [s for s in plan.skipped if not isinstance(s, Hidden)]  # left out, as `index` says with -v
+    # left out, not skipped, as `index` says them: hidden entries (with -v) and junk folders (status lists them)
+    plan.skipped = [s for s in plan.skipped if not isinstance(s, (Hidden, JunkFolder))]
     if as_json:
         click.echo(json_safe(json.dumps({
             "added": [str(e.path) for e in plan.added],

@@ -50,6 +50,12 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class JunkFolder(Skipped):
+    """A folder of dependencies, build output or caches (`node_modules`, `__pycache__`), left out:
+    said apart from the files skipped, as a folder is not a file that failed."""
+
+
+@dataclass(frozen=True)
 class Hidden(Skipped):
     """A hidden file or folder, left out as most tools do: listed by `index -v`, not counted as
     skipped (every run would count a folder's `.git` again)."""
@@ -199,7 +205,7 @@ def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> Skipp
         return True if verdict else Hidden(path)
     if verdict or not (is_dir and verdict is None and _is_junk(name)):
         return bool(verdict)
-    return Skipped(path, JUNK_REASON.format(name=name))  # said, with how to bring it back
+    return JunkFolder(path, JUNK_REASON.format(name=name))  # said, with how to bring it back
 
 
 @dataclass(frozen=True)

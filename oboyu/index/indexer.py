@@ -25,7 +25,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from oboyu.documents.chunking import Chunker
-from oboyu.documents.crawl import DEFAULT_MAX_BYTES, JUNK_REASON, FileEntry, Skipped, reaches
+from oboyu.documents.crawl import DEFAULT_MAX_BYTES, FileEntry, JunkFolder, Skipped, reaches
 from oboyu.errors import OboyuError
 from oboyu.index.ahead import ahead, queued
 from oboyu.index.chunk_cache import ChunkCache
@@ -222,7 +222,7 @@ class Indexer:
             # a junk folder indexed on its own is not left out: its own root walks it
             plan.skipped = [s for s in plan.skipped if stored_path(s.path) not in recorded]
             self._apply(plan, stats)
-            junk = [stored_path(s.path) for s in plan.skipped if s.reason == JUNK_REASON.format(name=s.path.name)]
+            junk = [stored_path(s.path) for s in plan.skipped if isinstance(s, JunkFolder)]
             changed = {}
             for part in parts:  # a whole root's walk says what it left out; written only when that changed
                 root = part.root.path

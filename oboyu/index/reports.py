@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oboyu.documents.crawl import Hidden, Skipped
+from oboyu.documents.crawl import Hidden, JunkFolder, Skipped
 from oboyu.index.records import Root
 from oboyu.progress import format_duration
 from oboyu.text import visible
@@ -28,14 +28,16 @@ class IndexStats:
     repeated: int = 0  # chunks whose text another chunk of the run has: embedded once for both
     skipped: list[Skipped] = field(default_factory=list)
     hidden: list[Skipped] = field(default_factory=list)  # left out by their leading dot; listed by -v
+    junk: list[Skipped] = field(default_factory=list)  # junk folders left out, named apart from skipped files
     missing_roots: list[Root] = field(default_factory=list)  # folders not found; their rows kept
     seconds: float = 0.0
     stopped: bool = False  # asked to stop before the end; what was stored is complete per file
 
     def found_skipped(self, items: list[Skipped]) -> None:
-        """What the walk skipped: hidden entries apart, said only by -v."""
+        """What the walk skipped: hidden entries apart, said only by -v; junk folders apart."""
         for item in items:
-            (self.hidden if isinstance(item, Hidden) else self.skipped).append(item)
+            kind = self.hidden if isinstance(item, Hidden) else self.junk if isinstance(item, JunkFolder) else self.skipped
+            kind.append(item)
 
     def count_embedded(self, lookup: Lookup) -> None:
         """A group of the meaning pass: its texts embedded, found in the cache, or repeated."""
