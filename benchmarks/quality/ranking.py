@@ -6,10 +6,12 @@ Collections: every development collection (benchmarks/collections.py), each inde
 --db-dir (transfer-NAME.duckdb, reused).
 
     python -m benchmarks.quality.ranking [--modes vector keyword hybrid] [--db-dir DIR] [--json NAME]
-                                         [--chunk-tokens N]
+                                         [--chunk-tokens N] [--name-words stem|path]
 
 `--chunk-tokens N` indexes with chunks of about N tokens instead of the shipped target (give it a
---db-dir of its own: indexes found there are used as they are).
+--db-dir of its own: indexes found there are used as they are). `--name-words` adds the words of
+each file's name, or its path in the folder, to its keyword text (`quality.name_words`; a --db-dir
+of its own too).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import log, parser, table, write_json
+from benchmarks.quality.name_words import add_name_words
 from oboyu.modes import Mode
 from oboyu.search.evaluate import QueryMetrics, ranking_metrics
 
@@ -42,6 +45,7 @@ def main() -> None:
     p.add_argument("--db-dir", type=Path, default=Path(tempfile.gettempdir()) / "oboyu-transfer")
     p.add_argument("--json", metavar="NAME", help="also write benchmarks/results/NAME.json")
     p.add_argument("--chunk-tokens", type=int, help="index with this chunk target (tokens) instead of the shipped one")
+    p.add_argument("--name-words", choices=["stem", "path"], help="add the file's name (or its path) to its keyword text")
     args = p.parse_args()
     if args.chunk_tokens:
         from oboyu.documents import chunking
@@ -55,6 +59,8 @@ def main() -> None:
     figures: dict[str, dict[str, dict[str, float]]] = {}
     for collection in collections():
         db = index_of(collection, args.db_dir, embedder)
+        if args.name_words:
+            add_name_words(db, args.name_words)
         figures[collection.name] = {}
         for mode in modes:
             per_query = mode_metrics(collection, db, embedder, mode)
