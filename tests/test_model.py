@@ -136,14 +136,20 @@ def test_the_light_tokenizer_equals_the_full_one(embedder: Embedder, model_dir: 
     assert isinstance(searching.ids, SortedPieces) and isinstance(with_dict.ids, dict)
 
 
-def test_a_light_tokenizer_file_without_the_sorted_order_still_loads(model_dir: Path, tmp_path: Path) -> None:
-    """A model built before the pieces' sorted order was kept: the dict from the start, the same tokens."""
+def test_a_light_tokenizer_file_without_the_sorted_order_is_given_it(model_dir: Path, tmp_path: Path) -> None:
+    """A model built before the pieces' sorted order was kept: each query built the 250k-piece
+    dict. The file is given the order when first loaded, and tokenizes as before."""
     with np.load(model_dir / LIGHT_TOKENIZER_FILE) as data:
         np.savez(tmp_path / "old.npz", **{k: data[k] for k in data.files if k not in ("order", "longest")})
+        shipped = {k: data[k] for k in data.files}
     old, new = LightTokenizer(tmp_path / "old.npz"), LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE)
-    assert isinstance(old.ids, dict) and old.longest == new.longest
+    assert isinstance(old.ids, SortedPieces) and old.longest == new.longest
     text = "passage: ①\u0301 ファイルの権限を変更する <mask> Restore the backup"
     assert old.encode(text).ids == new.encode(text).ids and old.encode(text).offsets == new.encode(text).offsets
+    with np.load(tmp_path / "old.npz") as data:
+        assert sorted(data.files) == sorted(shipped)
+        assert all(np.array_equal(data[k], shipped[k]) for k in shipped)
+    assert [p.name for p in tmp_path.iterdir()] == ["old.npz"]
 
 
 def test_an_indexing_run_tokenizes_with_the_fast_tokenizer_and_gets_the_same_tokens(model_dir: Path) -> None:

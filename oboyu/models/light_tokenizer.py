@@ -13,6 +13,7 @@ penalty and runs of unknown characters fused into one `<unk>`, then `<s> … </s
 from __future__ import annotations
 
 import bisect
+import os
 import re
 import unicodedata
 from pathlib import Path
@@ -97,6 +98,25 @@ class SortedPieces:
         return _piece_ids(self.blob)
 
 
+def _sorted_order(blob: bytes) -> np.ndarray:
+    encoded = blob.split(b"\0")
+    return np.asarray(sorted(range(len(encoded)), key=encoded.__getitem__), dtype=np.int32)
+
+
+def _add_sorted_order(path: Path, order: np.ndarray, longest: int) -> None:
+    """Write the sorted order and the longest piece into a file made before they were kept (a
+    model built by an older oboyu: its queries built the 250k-piece dict, 0.1 s each), replacing
+    it whole. A model folder this user cannot write is left as it is: it loads the same."""
+    partial = path.with_name(path.name + ".partial.npz")
+    try:
+        with np.load(path) as data:
+            arrays = {name: data[name] for name in data.files if name not in ("order", "longest")}
+        np.savez(partial, **arrays, order=order, longest=np.asarray(longest, dtype=np.int64))
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
 def _piece_ids(blob: bytes) -> dict[str, int]:
     return {piece: i for i, piece in enumerate(blob.decode("utf-8").split("\0"))}
 
@@ -114,15 +134,17 @@ class LightTokenizer:
             keys = data["norm_keys"].tolist()
             values = data["norm_values"].tobytes().decode("utf-8").split("\0")
             self.bos, self.eos, self.unk = (int(x) for x in data["specials"])
-            sorted_pieces = SortedPieces(blob, data["order"]) if "order" in data else None
-            longest = int(data["longest"]) if "longest" in data else None
-        # a file made before the sorted order was kept: the dict from the start
-        self.ids: dict[str, int] | SortedPieces = sorted_pieces or _piece_ids(blob)
+            order = data.get("order")
+            longest = int(data["longest"]) if "longest" in data else 0
+        if order is None or not longest:  # a file made before the sorted order was kept: given it, once
+            order, longest = _sorted_order(blob), max(map(len, blob.decode("utf-8").split("\0")))
+            _add_sorted_order(path, order, longest)
+        self.ids: dict[str, int] | SortedPieces = SortedPieces(blob, order)
         self.scores = scores
         self.specials = {piece: i for piece in SPECIAL_TOKENS if (i := self.ids.get(piece)) is not None}
         self._special_split = re.compile("(" + "|".join(map(re.escape, self.specials)) + ")")
         self.normalization = {chr(k): v for k, v in zip(keys, values)}
-        self.longest = longest or max(map(len, blob.decode("utf-8").split("\0")))
+        self.longest = longest
         self.unk_score = min(scores) - UNK_PENALTY
 
     def _lookup(self) -> dict[str, int] | SortedPieces:
