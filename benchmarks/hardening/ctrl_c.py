@@ -6,7 +6,8 @@ index and embedding cache, and the endings are counted.
     python -m benchmarks.hardening.ctrl_c [--runs 50] [--files 24] [--latest 4.0] [--seed N]
 
 Good endings: 130 with the one line, or 0 when the run finished first. Anything else (another
-status, a death by the signal, a segmentation fault, a traceback or "unexpected error") is printed
+status, a death by the signal, a segmentation fault, a traceback, "unexpected error", or a run
+still there 120 s after the signal: a deadlock, then killed) is printed
 with the moment and what the run said last, and the script exits 1.
 """
 
@@ -24,6 +25,8 @@ from pathlib import Path
 
 from benchmarks import harness
 
+HUNG_AFTER_SECONDS = 120  # a run still there this long after the signal is killed and counted as hung
+HUNG = -1000
 WORDS = ("検索", "文書", "メモ", "backup", "手順", "設定", "ファイル", "会議", "議事録", "引っ越し")
 
 
@@ -42,7 +45,12 @@ def interrupted_run(notes: Path, work: Path, delay: float) -> tuple[int, str]:
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=300)
+    try:
+        _, err = process.communicate(timeout=HUNG_AFTER_SECONDS)
+    except subprocess.TimeoutExpired:  # a deadlock: what the signal left stuck
+        process.kill()
+        _, err = process.communicate()
+        return HUNG, err
     return process.returncode, err
 
 
@@ -51,6 +59,8 @@ def ending(code: int, err: str) -> str:
         return "130, interrupted"
     if code == 0 and "indexed in" in err:
         return "0, finished first"
+    if code == HUNG:
+        return f"hung (killed after {HUNG_AFTER_SECONDS} s), other"
     return f"{code}, other"
 
 
