@@ -163,6 +163,29 @@ def test_help_screen_lists_the_keys(db: Path, embedder: Embedder) -> None:
     asyncio.run(run())
 
 
+def test_the_help_scrolls_to_its_end_and_ctrl_c_says_how_to_quit(db: Path, embedder: Embedder) -> None:
+    """A user trial: at 120x40 the help ended mid-sentence and no key scrolled it; Ctrl+C's
+    notice read "Press [b]ctrl+q[/b]", Textual's markup shown as typed."""
+    from textual.containers import VerticalScroll
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            notices = [n.message for n in app._notifications]
+            assert notices and "[b]" not in notices[-1] and "Ctrl+Q" in notices[-1]
+            await pilot.press("f1")
+            await pilot.pause()
+            text = app.screen.query_one("#help-text", VerticalScroll)
+            assert text.has_focus and text.max_scroll_y > 0
+            await pilot.press("end")
+            await pilot.pause()
+            assert text.scroll_y == text.max_scroll_y
+
+    asyncio.run(run())
+
+
 def test_index_screen_adds_a_folder_and_search_answers_while_it_indexes(
     db: Path, home: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

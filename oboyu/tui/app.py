@@ -93,6 +93,11 @@ class OboyuApp(IndexingApp):
         characters made visible."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
 
+    def action_help_quit(self) -> None:
+        """Textual's answer to Ctrl+C, in plain words: its own is markup, which notify() shows as
+        typed ("Press [b]ctrl+q[/b] to quit the app")."""
+        self.notify("Ctrl+Q quits the app", title="Do you want to quit?")
+
     # --- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:

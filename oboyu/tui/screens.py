@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Markdown, OptionList
 from textual.widgets.option_list import Option
@@ -28,8 +28,12 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         text = resources.files("oboyu.tui").joinpath("help.md").read_text(encoding="utf-8")
         with Vertical(id="dialog", classes="help"):
-            yield Markdown(text)
+            with VerticalScroll(id="help-text"):  # focused: ↑ ↓, PgUp PgDn, Home End scroll it
+                yield Markdown(text)
             yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#help-text").focus()
 
 
 class FilterScreen(ModalScreen[None]):
