@@ -29,7 +29,20 @@ from oboyu.errors import OboyuError
 from oboyu.text import visible
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+class _Interrupted(Exception):
+    """Ctrl+C during a command, carried past click's main(), which writes a blank line for a
+    KeyboardInterrupt (to close a terminal's `^C`): a stray line where stderr is a log."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _Interrupted from exc
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, prog_name="oboyu")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.option("--provider", metavar="NAME", help="Embed with this onnxruntime provider (cpu, cuda, tensorrt, "
@@ -77,12 +90,20 @@ def _is_interruption(exc: Exception) -> bool:
     return str(exc).startswith(("KeyboardInterrupt", "Error: KeyboardInterrupt"))
 
 
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        return False
+
+
 def _interrupted() -> NoReturn:
     """Ctrl+C: one line, exit status 130, and no interpreter shutdown. A user trial saw Ctrl+C
     end in a segmentation fault about once in twelve; the shutdown, where threads still in
     onnxruntime, OpenVINO or DuckDB meet libraries being torn down, is one place that can happen.
-    What the run stored is as safe as after a kill (the crash tests)."""
-    click.echo(INTERRUPTED, err=True)
+    What the run stored is as safe as after a kill (the crash tests). On a terminal a line break
+    first, past the `^C` it shows."""
+    click.echo(("\n" if _is_terminal(sys.stderr) else "") + INTERRUPTED, err=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -118,7 +139,7 @@ def main() -> None:
             traceback.print_exc()
         click.echo(visible(f"oboyu: error: {exc}"), err=True)
         sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Interrupted):
         _interrupted()
     except SystemExit:
         raise
