@@ -340,6 +340,6 @@ def test_hidden_entries_are_listed_by_v_and_a_repeated_text_is_said_as_such(tmp_
     left_out = sorted(line for line in indexed.stderr.splitlines() if line.startswith("  left out "))
     assert left_out == [f"  left out {notes}/.draft␛[2J.md: {reason}", f"  left out {notes}/.git: {reason}"]
     assert "0 skipped" in indexed.stderr and ".gitignore" not in indexed.stderr
-    assert "1 chunks embedded, 0 reused from the cache, 1 the same text as another" in indexed.stderr, indexed.stderr
+    assert "1 chunk embedded, 0 reused from the cache, 1 the same text as another" in indexed.stderr, indexed.stderr
     again = oboyu(oboyu_env, "index", str(notes), "--full")
     assert again.returncode == 0 and "left out" not in again.stderr and "0 skipped" in again.stderr, again.stderr

@@ -375,3 +375,17 @@ def test_what_a_new_user_tripped_on(tmp_path: Path, oboyu_env: dict) -> None:
     (notes / "sub").mkdir()
     inside = oboyu(oboyu_env, "index", str(notes / "sub"), "--name", "x")
     assert inside.returncode == 2 and "--name names a folder indexed on its own" in inside.stderr
+
+
+def test_status_lines_up_folders_with_japanese_names(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: `status` padded names by characters, so a folder named 個人 (two characters,
+    four terminal cells) pushed its path two cells right of the others'."""
+    from rich.cells import cell_len
+
+    for name in ("個人", "tech"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "note.md").write_text(f"# {name}\n\nメモ。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(tmp_path / "個人"), str(tmp_path / "tech")).returncode == 0
+    lines = [line for line in oboyu(oboyu_env, "status").stdout.splitlines() if "1 file, 1 chunk, updated" in line]
+    assert len(lines) == 2, lines
+    assert len({cell_len(line[: line.index(str(tmp_path))]) for line in lines}) == 1, lines

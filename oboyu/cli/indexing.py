@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+from rich.cells import cell_len
 
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
@@ -31,6 +32,7 @@ cluster_option = click.option(
     "every core), `auto`, host:port or ray://host:10001. Needs the cluster extra; the index is written here.")
 
 SKIPS_SHOWN = 5  # a root's files that could not be indexed, listed by `status` (all in --json)
+NAME_CELLS = 16  # the least width of the folders' names in `status`, in terminal cells
 
 
 @click.command()
@@ -302,22 +304,30 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         return
     for key, value in info.items():
         if key not in ("roots", "embedded_chunks", "search_arrays"):
-            click.echo(visible(f"{key:>10}: {value}"))
+            click.echo(visible(f"{key:>10}: {f'{value:,}' if key == 'bytes' else value}"))
     click.echo(visible(f"{'arrays':>10}: {_arrays_line(arrays)}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
+    # names padded by the cells a terminal gives them: a Japanese character takes two
+    width = max([NAME_CELLS, *(cell_len(visible(summary.name)) for summary in summaries)])
+    under = " " * width
     for row, summary in zip(roots, summaries):
         missing = "" if row["exists"] else "  (missing)"
-        click.echo(visible(f"  {summary.name:<16} {summary.path}  {summary.documents} files, {summary.chunks} chunks, "
-                           f"updated {row['last_update'] or '-'}{missing}"))
+        name = visible(summary.name)
+        click.echo(visible(f"  {name}{' ' * (width - cell_len(name))} {summary.path}  {_count(summary.documents, 'file')}, "
+                           f"{_count(summary.chunks, 'chunk')}, updated {row['last_update'] or '-'}{missing}"))
         if summary.description:
-            click.echo(visible(f"  {'':<16} {summary.description}"))
+            click.echo(visible(f"  {under} {summary.description}"))
         if summary.left_out:
             folders = ", ".join(os.path.relpath(folder, summary.path) for folder in summary.left_out)
-            click.echo(visible(f"  {'':<16} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
+            click.echo(visible(f"  {under} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
         for stored, known in skipped[summary.path][:SKIPS_SHOWN]:
-            click.echo(visible(f"  {'':<16} skipped {os.path.relpath(stored, summary.path)}: {known.reason}"))
+            click.echo(visible(f"  {under} skipped {os.path.relpath(stored, summary.path)}: {known.reason}"))
         if len(skipped[summary.path]) > SKIPS_SHOWN:
-            click.echo(f"  {'':<16} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
+            click.echo(f"  {under} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _arrays_line(arrays: tuple[Path, bool, int] | None) -> str:
