@@ -389,3 +389,24 @@ def test_status_lines_up_folders_with_japanese_names(tmp_path: Path, oboyu_env: 
     lines = [line for line in oboyu(oboyu_env, "status").stdout.splitlines() if "1 file, 1 chunk, updated" in line]
     assert len(lines) == 2, lines
     assert len({cell_len(line[: line.index(str(tmp_path))]) for line in lines}) == 1, lines
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_a_device_or_fifo_named_is_refused_and_a_file_named_is_listed_by_its_name(tmp_path: Path, oboyu_env: dict,
+                                                                                   embedder: Embedder) -> None:
+    """A user trial: `oboyu index /dev/null` or a FIFO registered a folder of no files; `status`
+    named a file indexed on its own and skipped as `.`."""
+    os.mkfifo(tmp_path / "pipe.md")
+    for special in (tmp_path / "pipe.md", Path(os.devnull)):
+        done = oboyu(oboyu_env, "index", str(special))
+        assert done.returncode == 2 and "is neither a file nor a folder" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not Path(oboyu_env["OBOYU_DB"]).exists()  # nothing made for it
+    stats = Indexer(IndexFile(tmp_path / "library.duckdb"), embedder).index([tmp_path / "pipe.md"])  # as the app or MCP asks
+    assert [s.reason for s in stats.skipped] == ["not a regular file or folder"]
+    with Store(tmp_path / "library.duckdb", read_only=True) as store:
+        assert store.roots() == []
+    binary = tmp_path / "バイナリ.txt"
+    binary.write_bytes(bytes(range(256)) * 64)
+    assert oboyu(oboyu_env, "index", str(binary)).returncode == 0
+    assert "skipped バイナリ.txt: " in oboyu(oboyu_env, "status").stdout

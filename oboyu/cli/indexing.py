@@ -137,7 +137,8 @@ def describe(name: str, text: str, db: Path | None) -> None:
 
 def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
     """A path that is gone is fine when it was indexed: its rows go. A name that is not UTF-8 is
-    indexed inside a folder, but cannot name a folder of its own (roots are kept by name)."""
+    indexed inside a folder, but cannot name a folder of its own (roots are kept by name). A
+    device or FIFO named is refused: it became a root of no files."""
     odd = [p for p in paths if SURROGATE.search(str(p))]
     if odd:
         with contextlib.ExitStack() as opened:
@@ -146,6 +147,10 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
         if outside:
             raise OboyuError(f"{visible(str(outside[0]))}: a name that is not UTF-8 cannot be a folder of its own; "
                              "index the folder that holds it")
+    special = [p for p in paths if p.exists() and not (p.is_file() or p.is_dir())]
+    if special:  # a device or a FIFO: no text to read, and no folder to keep as a root
+        raise OboyuError(f"{visible(str(special[0]))} is neither a file nor a folder (a device, pipe or socket); "
+                         "name a folder or the files to index")
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return
@@ -321,7 +326,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
             folders = ", ".join(os.path.relpath(folder, summary.path) for folder in summary.left_out)
             click.echo(visible(f"  {under} left out (junk folders; `oboyu index FOLDER` or .oboyuignore brings one in): {folders}"))
         for stored, known in skipped[summary.path][:SKIPS_SHOWN]:
-            click.echo(visible(f"  {under} skipped {os.path.relpath(stored, summary.path)}: {known.reason}"))
+            where = os.path.relpath(stored, summary.path)  # a file indexed on its own: by its name, not "."
+            click.echo(visible(f"  {under} skipped {os.path.basename(stored) if where == '.' else where}: {known.reason}"))
         if len(skipped[summary.path]) > SKIPS_SHOWN:
             click.echo(f"  {under} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
 

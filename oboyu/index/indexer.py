@@ -140,6 +140,9 @@ class Indexer:
                 if root is None and not path.exists():
                     stats.skipped.append(Skipped(path, "no such file or folder"))
                     continue
+                if root is None and not (path.is_file() or path.is_dir()):  # a device, FIFO or socket: no root
+                    stats.skipped.append(Skipped(path, "not a regular file or folder"))
+                    continue
                 is_root = root is not None and root.path == str(path)
                 if root is not None and not is_root and not reaches(Path(root.path), path, root.follow_symlinks):
                     root = None  # a folder its root's walk leaves out (junk, hidden): named, it is indexed on its own
