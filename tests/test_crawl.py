@@ -100,11 +100,22 @@ def test_gitignore_above_a_nested_root_applies(tmp_path: Path) -> None:
     assert files == {"open.md"}
 
 
-def test_a_file_reached_twice_through_links_is_listed_once(tmp_path: Path) -> None:
-    write(tmp_path / "a.md")
-    os.symlink(tmp_path / "a.md", tmp_path / "b-link.md")
+def test_a_file_reached_twice_through_links_is_listed_once_at_its_real_path(tmp_path: Path) -> None:
+    """A user trial: the walk kept whichever path came first in name order, here the link, and
+    skipped the real file as "same file as another path"."""
+    write(tmp_path / "z" / "real.md")
+    os.symlink(tmp_path / "z" / "real.md", tmp_path / "a-link.md")
     files, skipped = found(tmp_path, follow_symlinks=True)
-    assert len(files) == 1 and len(skipped) == 1
+    assert files == {"z/real.md"} and skipped == {"a-link.md": "same file as another path (symlink)"}
+
+
+def test_a_symlink_not_followed_is_said_with_v_not_counted(tmp_path: Path) -> None:
+    write(tmp_path / "a.md")
+    os.symlink(tmp_path / "a.md", tmp_path / "link.md")
+    os.symlink(tmp_path / "gone.md", tmp_path / "broken.md")
+    items = [item for item in crawl([tmp_path]) if isinstance(item, Skipped)]
+    assert {item.path.name for item in items} == {"link.md", "broken.md"}
+    assert all(isinstance(item, Hidden) and "--follow-symlinks" in item.reason for item in items)
 
 
 def test_a_file_given_by_name_is_its_own_root(tmp_path: Path) -> None:

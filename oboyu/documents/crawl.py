@@ -56,11 +56,27 @@ class JunkFolder(Skipped):
 
 
 @dataclass(frozen=True)
+class _Linked:
+    """A file reached by a symlink of its own, with links followed: walked after the rest, so
+    that the file is kept at its real path where the walk reaches it there too."""
+
+    path: Path
+    info: os.stat_result
+
+
+@dataclass(frozen=True)
 class Hidden(Skipped):
     """A hidden file or folder, left out as most tools do: listed by `index -v`, not counted as
     skipped (every run would count a folder's `.git` again)."""
 
     reason: str = "hidden (its name starts with a dot); a `!NAME` line in .oboyuignore brings it back"
+
+
+@dataclass(frozen=True)
+class NotFollowed(Hidden):
+    """A symlink, not followed unless asked: listed by `index -v` as a hidden entry is, not counted."""
+
+    reason: str = "a symlink (`--follow-symlinks` follows it)"
 
 
 OBOYU_IGNORE = ".oboyuignore"
@@ -223,20 +239,30 @@ def _walk(
     """Every file under `folder`, depth first in name order, with a stack of the open folders
     rather than recursion: a tree thousands of folders deep is walked like any other."""
     stack = [_folder_items(folder, root, rules, follow, max_bytes, seen_dirs, seen_files)]
+    linked: list[_Linked] = []
     while stack:
         item = next(stack[-1], None)
         if item is None:
             stack.pop()
         elif isinstance(item, _Descend):
             stack.append(_folder_items(item.folder, root, item.rules, follow, max_bytes, seen_dirs, seen_files))
+        elif isinstance(item, _Linked):
+            linked.append(item)
         else:
             yield item
+    for link in linked:  # the files that were reached at their own path are kept there
+        key = (link.info.st_dev, link.info.st_ino)
+        if key in seen_files:
+            yield Skipped(link.path, "same file as another path (symlink)")
+            continue
+        seen_files.add(key)
+        yield _check_file(link.path, root, link.info, max_bytes)
 
 
 def _folder_items(
     folder: Path, root: Path, rules: _IgnoreRules, follow: bool, max_bytes: int,
     seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]],
-) -> Iterator[FileEntry | Skipped | _Descend]:
+) -> Iterator[FileEntry | Skipped | _Descend | _Linked]:
     """One folder's files, what it skips, and its subfolders to walk, in name order."""
     try:
         folder_stat = folder.stat()
@@ -254,7 +280,8 @@ def _folder_items(
         try:
             is_link = entry.is_symlink()
             if is_link and not follow:
-                continue  # symlinks are not followed unless asked
+                yield NotFollowed(path)  # symlinks are not followed unless asked
+                continue
             is_dir = entry.is_dir()  # follows the link when we were asked to
         except OSError as exc:
             yield Skipped(path, f"cannot read: {exc.strerror or exc}")
@@ -271,6 +298,9 @@ def _folder_items(
             info = entry.stat()
         except OSError as exc:
             yield Skipped(path, "broken symlink" if is_link else f"cannot read: {exc.strerror or exc}")
+            continue
+        if is_link:
+            yield _Linked(path, info)
             continue
         if follow:  # with links followed, one file may be reached by several paths
             key = (info.st_dev, info.st_ino)
