@@ -15,8 +15,9 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from oboyu.documents.crawl import time_stamp
+from oboyu.documents.crawl import reaches, time_stamp
 from oboyu.documents.viewing import Shown, read_document
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
@@ -95,6 +96,9 @@ def parse(argument: str, cwd: str | None = None) -> Request:
         return Request(argument, chunk_id=chunk[1])
     match = _RANGE.fullmatch(name)
     if match is None or os.path.lexists(whole):
+        before, colon, after = name.rpartition(":")
+        if match is None and colon and not os.path.lexists(whole) and os.path.lexists(os.path.join(cwd, os.path.expanduser(before))):
+            raise OboyuError(f"{after!r} is not a line: PATH:LINE, PATH:LINE:COUNT or PATH:START-END, with numbers")
         return _located(argument, name, cwd)
     name, start, separator, end = match.groups()
     first, last = int(start), None
@@ -202,7 +206,22 @@ def _targets(store: Store, request: Request) -> list[Target]:
         document = store.con.execute(f"{_DOCUMENT} WHERE path = ?", [stored_path(candidate)]).fetchone()
         if document is not None:
             return [_target(request, document)]
-    raise OboyuError(NOT_INDEXED if os.path.lexists(path) else "no such file")
+    if not os.path.lexists(path):
+        raise OboyuError("no such file")
+    raise OboyuError(_why_not_indexed(store, path) or NOT_INDEXED)
+
+
+def _why_not_indexed(store: Store, path: str) -> str | None:
+    """Why a file inside an indexed folder has no text here: what its last run said, or that
+    the walk leaves it out. None for a file outside every indexed folder."""
+    skipped = store.con.execute("SELECT reason FROM skipped_files WHERE path = ?", [stored_path(path)]).fetchone()
+    if skipped is not None:
+        return f"skipped when indexed: {skipped[0]}"
+    root = store.root_holding(stored_path(path))
+    if root is not None and not reaches(Path(root.path), Path(path), root.follow_symlinks):
+        return (f"left out by the walk of {root.name} ({root.path}): hidden, ignored, in a junk folder or a symlink; "
+                "`oboyu index -v` says which")
+    return None
 
 
 def _target(request: Request, row: tuple, first: int | None = None, last: int | None = None,

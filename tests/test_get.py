@@ -175,7 +175,8 @@ def test_only_indexed_files_inside_their_folder_and_one_line_errors(indexed: Ind
     assert outside.returncode == 2 and "not an indexed file" in outside.stderr and "oboyu status" in outside.stderr
     assert "hunter2" not in outside.stdout
     for argument, says in ((f"{root / 'notes/meeting.md'}:40", "past the end"), (f"{root / 'notes/meeting.md'}:0", "from 1"),
-                           (f"{root / 'notes/meeting.md'}:5-2", "ends before it starts"), (str(root / "nowhere.md"), "no such file")):
+                           (f"{root / 'notes/meeting.md'}:5-2", "ends before it starts"), (str(root / "nowhere.md"), "no such file"),
+                           (f"{root / 'notes/meeting.md'}:abc", "'abc' is not a line")):
         bad = oboyu("get", argument)
         assert bad.returncode == 2 and says in bad.stderr, (argument, bad.stderr)
         assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
@@ -228,3 +229,17 @@ def test_the_shared_rule_and_the_request_syntax(tmp_path: Path) -> None:
         parse("n.md:3:0", cwd)
     pattern = parse("*.md:2", "/tmp/[x]")  # a `[` in the working folder's name is no pattern
     assert pattern.glob and pattern.path == "/tmp/[[]x]/*.md" and pattern.first == 2
+
+
+def test_a_file_skipped_or_left_out_says_why_it_has_no_text(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: a binary file and a hidden one inside an indexed folder were "not an indexed
+    file; `oboyu index FOLDER` adds one", though the folder was indexed."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n本文。\n", encoding="utf-8")
+    (notes / ".private.md").write_text("# 隠し\n\n本文。\n", encoding="utf-8")
+    (notes / "data.txt").write_bytes(b"x\x00y" * 100)
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    for name, says in (("data.txt", "skipped when indexed: binary file"), (".private.md", "left out by the walk of notes")):
+        done = run_oboyu(oboyu_env, "get", str(notes / name))
+        assert done.returncode == 2 and says in done.stderr and "adds one" not in done.stderr, done.stderr
