@@ -410,3 +410,14 @@ def test_a_device_or_fifo_named_is_refused_and_a_file_named_is_listed_by_its_nam
     binary.write_bytes(bytes(range(256)) * 64)
     assert oboyu(oboyu_env, "index", str(binary)).returncode == 0
     assert "skipped バイナリ.txt: " in oboyu(oboyu_env, "status").stdout
+
+
+def test_an_index_path_through_a_file_says_what_is_in_the_way(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: `--db FILE/index.duckdb` said only "File exists: FILE"."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# メモ\n\n本文。\n", encoding="utf-8")
+    (tmp_path / "notdb.txt").write_text("a file\n", encoding="utf-8")
+    done = oboyu(oboyu_env, "index", "--db", str(tmp_path / "notdb.txt" / "index.duckdb"), str(tmp_path / "notes"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "notdb.txt" in done.stderr and ("a file stands where a folder is needed" in done.stderr
+                                          or "is a file, not a folder" in done.stderr), done.stderr

@@ -148,7 +148,9 @@ def main() -> None:
             traceback.print_exc()
         where = f": {exc.filename}" if exc.filename else ""
         hint = {errno.ENOSPC: "; free some space and run it again", errno.EROFS: "; choose a writable place",
-                errno.EACCES: "; check the permissions"}.get(exc.errno or 0, "")
+                errno.EACCES: "; check the permissions",
+                errno.EEXIST: "; a file stands where a folder is needed: choose another place",
+                errno.ENOTDIR: "; a part of the path is a file, not a folder"}.get(exc.errno or 0, "")
         click.echo(visible(f"oboyu: error: {exc.strerror or exc}{where}{hint}"), err=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the last line of defence: one line, never a traceback
