@@ -174,3 +174,13 @@ async def _status_line_of_the_app(db: Path, embedder: Embedder) -> str:
             if "meaning:" in status:
                 return status
         return status
+
+
+def test_the_meaning_pass_commits_small_groups_first() -> None:
+    """A user trial: 180 passages made in one group of 256, so search reached none of them until
+    the last was made, and Ctrl+C at any moment before kept none. The first group is small, and
+    the groups double up to the usual size."""
+    from oboyu.index.indexer import group_bounds
+
+    assert list(group_bounds(700)) == [(0, 32), (32, 96), (96, 224), (224, 480), (480, 700)]
+    assert list(group_bounds(20)) == [(0, 20)] and list(group_bounds(0)) == []

@@ -45,6 +45,7 @@ from oboyu.progress import ProgressLine
 from oboyu.text import visible
 
 EMBED_GROUP_CHUNKS = 256  # chunks of the meaning pass embedded, and committed, together
+FIRST_GROUP_CHUNKS = 32  # the first group, doubled up to EMBED_GROUP_CHUNKS: the first vectors land in a second
 KEYWORD_BATCH_CHUNKS = 1024  # chunks of the keyword pass stored in one write ...
 KEYWORD_COMMIT_SECONDS = 2.0  # ... or fewer, when this long has passed since the last write
 QUEUE_FILES = 64
@@ -341,7 +342,7 @@ class Indexer:
 
     def _embed_missing(self, stats: IndexStats) -> None:
         """The meaning pass: vectors for every chunk of the index that has none (this run's new
-        text, and what an interrupted run left), EMBED_GROUP_CHUNKS at a time, each group's
+        text, and what an interrupted run left), in groups (`group_bounds`), each group's
         vectors committed together. Setting `stop` ends it after the group in hand; the next
         run goes on from there."""
         with self._open() as store:
@@ -367,11 +368,11 @@ class Indexer:
 
         def groups() -> Iterator[tuple[tuple[list[str], Lookup], list[str]]]:
             """Each group's chunk ids and what the cache holds for them, with the texts still to embed."""
-            for start in range(0, len(waiting), EMBED_GROUP_CHUNKS):
+            for start, end in group_bounds(len(waiting)):
                 if self.stop.is_set():
                     stats.stopped = True
                     return
-                ids = waiting[start : start + EMBED_GROUP_CHUNKS]
+                ids = waiting[start:end]
                 with self._open() as store:
                     inputs = store.embedding_inputs(ids)
                 ids = [cid for cid in ids if cid in inputs]
@@ -485,3 +486,11 @@ class Indexer:
         return p.document, records, vectors
 
 
+def group_bounds(count: int) -> Iterator[tuple[int, int]]:
+    """The meaning pass's groups of `count` chunks, as (start, end): FIRST_GROUP_CHUNKS, doubling
+    to EMBED_GROUP_CHUNKS. A run of 180 passages made them in one group, so search reached none
+    until the last was made, and Ctrl+C at any moment before kept none of them."""
+    start, size = 0, min(FIRST_GROUP_CHUNKS, EMBED_GROUP_CHUNKS)
+    while start < count:
+        yield start, min(start + size, count)
+        start, size = start + size, min(2 * size, EMBED_GROUP_CHUNKS)
