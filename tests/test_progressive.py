@@ -184,3 +184,24 @@ def test_the_meaning_pass_commits_small_groups_first() -> None:
 
     assert list(group_bounds(700)) == [(0, 32), (32, 96), (96, 224), (224, 480), (480, 700)]
     assert list(group_bounds(20)) == [(0, 20)] and list(group_bounds(0)) == []
+
+
+def test_status_says_a_run_was_cut_short_and_when_one_is_under_way(tmp_path: Path, embedder: Embedder,
+                                                                     oboyu_env: dict) -> None:
+    """A user trial: after Ctrl+C in the first second, `status` said "meaning: 100% of passages"
+    and the folder "updated", with nothing to say that the run never finished."""
+    from oboyu.index.lock import IndexLock
+
+    tree = tmp_path / "tree"
+    make_tree(tree, random.Random(5), 6)
+    db = tmp_path / "index.duckdb"
+    env = dict(oboyu_env, OBOYU_DB=str(db))
+    indexer = Indexer(IndexFile(db), embedder)
+    indexer.on_progress = lambda step: indexer.stop.set()  # stopped at its first step, as Ctrl+C stops it
+    assert indexer.index([tree]).stopped
+    said = run_oboyu(env, "status").stdout
+    assert "indexing: cut short (started " in said and "`oboyu index` finishes it" in said, said
+    with IndexLock(db):  # another process's run, as `status` sees it
+        assert "indexing: under way since " in run_oboyu(env, "status").stdout
+    assert not Indexer(IndexFile(db), embedder).index([tree]).stopped
+    assert "indexing:" not in run_oboyu(env, "status").stdout

@@ -20,6 +20,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
+from oboyu.index.lock import index_busy
 from oboyu.index.reports import IndexStats
 from oboyu.index.roots import checked_description
 from oboyu.models.loading import load_embedder
@@ -283,6 +284,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         summaries = [r for r in store.root_summaries() if wanted is None or r.path in wanted]
         skipped = {r.path: sorted(store.skipped_under(r.path, r.path).items()) for r in summaries}
         arrays = arrays_state(store)
+        run_started = store.get_meta("run_started")
+    busy = index_busy(path)
     roots = [
         {"name": r.name, "path": r.path, "documents": r.documents, "chunks": r.chunks,
          "last_update": str(r.last_update)[:19] if r.last_update else None, "exists": os.path.exists(r.path),
@@ -297,8 +300,10 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         "documents": documents,
         "chunks": chunks,
         "meaning": f"{meaning_share(embedded, chunks)} of passages" + (
-            "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; the `oboyu index` under way makes the rest, "
-                                          "or, after an interrupted one, `oboyu index` does)"),
+            "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; " + (
+                "the `oboyu index` under way makes the rest)" if busy else "`oboyu index` makes the rest)")),
+        "indexing": (f"under way since {run_started}" if busy else
+                     f"cut short (started {run_started}); `oboyu index` finishes it") if run_started else None,
         "embedded_chunks": embedded,
         "bytes": file_bytes(path),
         "search_arrays": {"path": str(arrays[0]), "current": arrays[1], "bytes": arrays[2]} if arrays else None,
@@ -308,7 +313,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         click.echo(json_safe(json.dumps(info, ensure_ascii=False, indent=2)))
         return
     for key, value in info.items():
-        if key not in ("roots", "embedded_chunks", "search_arrays"):
+        if key not in ("roots", "embedded_chunks", "search_arrays") and not (key == "indexing" and value is None):
             click.echo(visible(f"{key:>10}: {f'{value:,}' if key == 'bytes' else value}"))
     click.echo(visible(f"{'arrays':>10}: {_arrays_line(arrays)}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")

@@ -215,6 +215,7 @@ class Indexer:
             started = time.perf_counter()
             with self._open() as store:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+                store.mark_run(started=True)
                 parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
                 self._known_skips = known_skips(store, parts)
@@ -234,10 +235,10 @@ class Indexer:
                     left_out = sorted(folder for folder in junk if is_within(folder, root))
                     if left_out != sorted(recorded.get(root, [])):
                         changed[root] = left_out
-            if changed:
-                with self._open() as store:
-                    for root, left_out in changed.items():
-                        store.set_left_out(root, left_out)
+            with self._open() as store:
+                for root, left_out in changed.items():
+                    store.set_left_out(root, left_out)
+                store.mark_run(started=stats.stopped)  # a run asked to stop is unfinished too
             stats.seconds = time.perf_counter() - started
             return stats
 

@@ -57,6 +57,25 @@ class IndexLock:
         self.release()
 
 
+def index_busy(db_path: Path) -> bool:
+    """Whether another process holds the index's lock (an `oboyu index` or `--watch` under way);
+    False where there are no file locks (Windows)."""
+    if fcntl is None:
+        return False
+    for path in lock_files(db_path):
+        try:
+            handle = os.open(path, os.O_RDONLY)
+        except OSError:  # none yet: nobody holds it
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(handle)  # closing drops a lock taken here
+    return False
+
+
 def _lock(path: Path, db_path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

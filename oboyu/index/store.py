@@ -160,6 +160,14 @@ class Store(RootTable):
                 for table in ("kw_postings", "kw_lengths", "chunks", "documents"):
                     self.con.execute(f"DELETE FROM {table}")
 
+    def mark_run(self, started: bool) -> None:
+        """`run_started`: when an `oboyu index` began, kept until it ends with every file and
+        vector made, so that `status` can say a run was cut short (Ctrl+C, a kill, a crash)."""
+        if started:
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES ('run_started', strftime(now(), '%Y-%m-%d %H:%M:%S'))")
+        else:
+            self.con.execute("DELETE FROM meta WHERE key = 'run_started'")
+
     def _bump_generation(self) -> None:
         """Mark a change, so that processes holding the index in memory reload it."""
         self.con.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", [uuid.uuid4().hex])
