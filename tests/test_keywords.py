@@ -16,3 +16,14 @@ def test_english_light_stemming_and_mixed_text() -> None:
     assert words("Indexing indexed indexes: the index!") == ["index", "index", "index", "the", "index"]
     assert words("gitのcommitを修正する") == ["git", "commit", "修正", "する"]
     assert [stem(w) for w in ("queries", "running", "passes", "status")] == ["query", "run", "pass", "status"]
+
+
+def test_a_querys_english_function_words_are_not_its_terms() -> None:
+    """A user trial: "how to file taxes in Germany" found docker.txt by "to" and "in" in keyword
+    mode. Passages keep the words; a query of nothing else keeps them too."""
+    from oboyu.documents.keywords import query_words, term_counts
+
+    assert query_words("How to file taxes in Germany?") == [stem("file"), stem("taxes"), "germany"]
+    assert query_words("the who") == ["the", "who"]
+    assert query_words("会議の議事録をまとめる方法") == words("会議の議事録をまとめる方法")
+    assert term_counts("how to file it")[stem("to")] == 1

@@ -71,8 +71,20 @@ def _undouble(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """The words of a text, in order (repeats kept): a query's terms."""
+    """The words of a text, in order (repeats kept)."""
     return [term for term, _, _, _ in _terms_with_spans(unicodedata.normalize("NFKC", text).lower())]
+
+
+# English function words, as `stem` leaves them: a question's "how", "to" and "in" matched any
+# English file (a user trial: "how to file taxes in Germany" found docker.txt by "to" and "in").
+# Japanese particles are dropped by their part of speech already; passages keep these words.
+ENGLISH_FUNCTION_WORDS = frozenset(stem(word) for word in ["a", "an", "the", "and", "or", "but", "nor", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "into", "onto", "about", "than", "then", "so", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "have", "has", "had", "i", "me", "my", "we", "our", "you", "your", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "would", "should", "will", "shall", "may", "might", "must"])
+
+
+def query_words(text: str) -> list[str]:
+    """A query's terms: its words less English function words, unless those are all it has."""
+    terms = words(text)
+    return [term for term in terms if term not in ENGLISH_FUNCTION_WORDS] or terms
 
 
 def term_counts(text: str) -> Counter[str]:

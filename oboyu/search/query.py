@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from oboyu.documents.filetypes import part_location
-from oboyu.documents.keywords import fallback_terms, words
+from oboyu.documents.keywords import fallback_terms, query_words
 from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit
 from oboyu.models.embedding import Embedder
@@ -146,7 +146,7 @@ def search(
                 f"the index was built with model {indexed_with}, but {embedder.info.model_id} is loaded; "
                 "run `oboyu index` again to re-embed it"
             )
-    terms = words(query)  # once: for the keyword leg and for every snippet
+    terms = query_words(query)  # once: for the keyword leg and for every snippet
     vector = embedder.embed_queries([query])[0] if embedder is not None and mode.uses_vectors else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     rarity = ranker.term_rarity(terms)  # after the keyword leg, which SQL ranking reads it with

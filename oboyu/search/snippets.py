@@ -8,7 +8,7 @@ import re
 import unicodedata
 
 from oboyu.documents.chunking import split_sentences
-from oboyu.documents.keywords import match_spans, words
+from oboyu.documents.keywords import match_spans, query_words
 
 SNIPPET_CHARS = 200
 
@@ -47,7 +47,7 @@ def make_snippet(
     """The sentence that shares most words with the query (then most character bigrams),
     widened with its neighbours up to `limit`, and the spans of the query's words in it.
     `terms` are the query's words when the caller has them already."""
-    term_set = set(words(query) if terms is None else terms)
+    term_set = set(query_words(query) if terms is None else terms)
     spans = _sentences(text) or ((0, len(text)),)
     # substring tests on the normalised sentences: cheap, and MeCab runs once, on the snippet
     substring_terms = [t for t in term_set if len(t) > 1 or not t.isascii()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
-from oboyu.documents.keywords import match_spans, words
+from oboyu.documents.keywords import match_spans, query_words
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.search.query import Result
@@ -53,7 +53,7 @@ def read_preview(result: Result, query: str) -> tuple[Text, int]:
         lines = read_document(result.path, PREVIEW_MAX_BYTES, result.file_type or None).lines
     except OboyuError as exc:
         return Text(visible(f"{exc} (showing the indexed passage)") + "\n\n" + visible(result.snippet)), 0
-    terms = set(words(query))
+    terms = set(query_words(query))
     lo, hi = max(1, result.start_line - HIGHLIGHT_LINES), min(len(lines), result.end_line + HIGHLIGHT_LINES)
     spans = {n: match_spans(lines[n - 1], terms) for n in range(lo, hi + 1)}
     return preview_text(lines, result.start_line, min(result.end_line, len(lines)), spans)
