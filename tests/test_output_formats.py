@@ -20,6 +20,7 @@ from oboyu.cli.output import file_url, hyperlinks, link
 from oboyu.index.indexer import Indexer
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
+from oboyu.search.query import Result
 from oboyu.text import visible
 
 NOTES = {
@@ -208,3 +209,28 @@ def test_results_link_to_their_file_on_a_terminal(indexed: Indexed) -> None:
     assert f"\x1b]8;;file://{host}{meeting}\x1b\\" in get and "週次ミーティング" in get
     plain = on_terminal(indexed.env | {"TERM": "xterm-256color", "NO_COLOR": "1"}, "get", str(meeting))
     assert "\x1b" not in plain and "週次ミーティング" in plain
+
+
+def made_result(rank: int, confidence: float, likely: bool, weak: bool = False) -> Result:
+    return Result(rank=rank, confidence=confidence, path=f"/notes/{rank}.md", start_line=1, end_line=2, heading="",
+                  title=None, snippet=f"passage {rank}", chunk_id=f"{rank:016x}", likely=likely, weak=weak)
+
+
+def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order() -> None:
+    """A user trial: beside a 0.83 answer, nine files at 0.004 looked like the answer's peers. They
+    stay (the right answer is sometimes among them), after a divider, in rank order."""
+    from oboyu.cli.output import UNLIKELY_DIVIDER, write_results
+    from oboyu.search.query import unlikely_from
+
+    results = [made_result(1, 0.83, True), made_result(2, 0.004, False), made_result(3, 0.31, True),
+               made_result(4, 0.004, False), made_result(5, 0.003, False)]
+    assert unlikely_from(results) == 3  # after the last likely one: the order is never changed
+    assert unlikely_from(results[1:2]) == 1 and unlikely_from(results[3:]) == 2  # none likely: no tail to set apart
+    out = io.StringIO()
+    write_results(results, "text", out=out, env={})
+    lines = out.getvalue().splitlines()
+    assert lines.index(f"    {UNLIKELY_DIVIDER}") == lines.index(" 4. 0.004  /notes/4.md:1-2") - 1
+    assert sum(UNLIKELY_DIVIDER in line for line in lines) == 1
+    alone = io.StringIO()
+    write_results(results[3:], "text", out=alone, env={})  # no good match beside them: nothing to set apart from
+    assert UNLIKELY_DIVIDER not in alone.getvalue()

@@ -401,3 +401,29 @@ def test_the_app_tells_the_truth(db: Path, home: Path, embedder: Embedder) -> No
     console = Console(width=100, record=True)
     console.print(result_prompt(pages))
     assert "p. 1-2" in console.export_text()
+
+
+def test_the_list_sets_unlikely_results_apart_under_a_divider_that_is_skipped() -> None:
+    from textual.app import App, ComposeResult
+
+    from oboyu.search.query import UNLIKELY
+    from tests.test_output_formats import made_result
+
+    class ListOnly(App):
+        def compose(self) -> ComposeResult:
+            yield ResultList(id="results")
+
+    async def run() -> None:
+        app = ListOnly()
+        async with app.run_test() as pilot:
+            listed = app.query_one(ResultList)
+            listed.show([made_result(1, 0.83, True), made_result(2, 0.004, False), made_result(3, 0.002, False)])
+            await pilot.pause()
+            labels = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+            assert listed.option_count == 4 and UNLIKELY in labels[1] and listed.get_option_at_index(1).disabled
+            assert listed.unlikely == {made_result(2, 0, False).chunk_id, made_result(3, 0, False).chunk_id}
+            listed.highlighted = 0
+            listed.step(1)  # over the divider
+            assert listed.current is not None and listed.current.rank == 2
+
+    asyncio.run(run())

@@ -23,9 +23,10 @@ from typing import TextIO
 
 import click
 
-from oboyu.search.query import Result
+from oboyu.search.query import UNLIKELY, Result, unlikely_from
 from oboyu.text import json_safe, visible, visible_pieces
 
+UNLIKELY_DIVIDER = f"── {UNLIKELY} ──"
 FORMATS = ("text", "json", "jsonl", "csv", "md", "files", "files0")
 CSV_COLUMNS = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet",
                "chunk_id", "weak")
@@ -86,7 +87,11 @@ def write_results(results: list[Result], output_format: str, explain: bool = Fal
 
 def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[str, str]) -> None:
     coloured, linked = colour(out, env), hyperlinks(out, env)
+    tail = unlikely_from(results)
     for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
+        if number - 1 == tail and 0 < tail < sum(not s.weak for s in results):
+            divider = UNLIKELY_DIVIDER
+            out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
         location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
         out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if coloured else location}\n")

@@ -96,6 +96,7 @@ class Result:
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
     folder: str | None = None  # the name of the indexed folder the file belongs to
     folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
+    likely: bool = True  # at or over the good-match line; one under it beside a good match is shown, but unlikely
 
     @property
     def part(self) -> str:
@@ -201,12 +202,26 @@ def search(
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
                 file_type=hit.file_type, weak=judges[cid].weak(confidence, good_match),
+                likely=confidence >= judges[cid].threshold,
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()},
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
                 folder=folder.name if folder else None, folder_description=folder.description if folder else None,
             )
         )
     return results
+
+
+UNLIKELY = "less likely: under the good-match line"  # what the front ends call that tail
+
+
+def unlikely_from(results: list[Result]) -> int:
+    """Where the shown results' tail of unlikely ones starts (their count when there is none): the
+    results after the last one at or over the good-match line, when one is. A user trial: beside a
+    0.83 answer, nine files at 0.004, all looking alike; they stay (the right answer is sometimes
+    among them: docs/relevance.md) and the front ends set them apart."""
+    shown = [r for r in results if not r.weak]
+    last_likely = max((i for i, r in enumerate(shown) if r.likely), default=None)
+    return len(shown) if last_likely is None else last_likely + 1
 
 
 def with_confidence(chosen: Scores, confidences: dict[str, float], fusion: Fusion = HYBRID) -> Scores:

@@ -17,7 +17,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.live import Answer
-from oboyu.search.query import MAX_QUERY_CHARS, Result
+from oboyu.search.query import MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
 from oboyu.text import visible
 from oboyu.tui.preview import highlighted, read_preview
 
@@ -57,9 +57,11 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
 
 
 class ResultList(OptionList):
-    """The ranked files (or passages); highlighting one shows it in the preview. Weak matches
-    (under the confidence line) come after the others, dimmed, under a divider that cannot be
-    highlighted, which says "no good match" when they are all there is. Space selects results (kept
+    """The ranked files (or passages); highlighting one shows it in the preview. Beside a good
+    match, the results under the good-match line after the last one over it are dimmed, under a
+    divider that cannot be highlighted ("less likely"). Weak matches (under the confidence line)
+    come after the others, dimmed, under a divider that says "no good match" when they are all
+    there is. Space selects results (kept
     across searches, for opening or copying them together), marked with a dot."""
 
     results: list[Result] = []
@@ -68,16 +70,22 @@ class ResultList(OptionList):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.selected: dict[str, Result] = {}  # chunk id -> result, in the order chosen
+        self.unlikely: set[str] = set()  # chunk ids shown under the good-match line beside a good match
 
     def prompt(self, result: Result) -> Group | Styled:
         prompt = result_prompt(result, result.chunk_id in self.selected)
-        return Styled(prompt, "dim") if result.weak else prompt
+        return Styled(prompt, "dim") if result.weak or result.chunk_id in self.unlikely else prompt
 
     def show(self, results: list[Result]) -> None:
         strong = [r for r in results if not r.weak]
         weak = [r for r in results if r.weak]
         self.results = strong + weak
-        options = [Option(self.prompt(r), id=r.chunk_id) for r in strong]
+        tail = unlikely_from(strong)  # beside a good match, those under its line: shown, dimmed, set apart
+        self.unlikely = {r.chunk_id for r in strong[tail:]} if tail else set()
+        options = [Option(self.prompt(r), id=r.chunk_id) for r in strong[:tail]]
+        if self.unlikely:
+            options.append(Option(Text(f"── {UNLIKELY} ──", style="dim italic"), disabled=True))
+        options += [Option(self.prompt(r), id=r.chunk_id) for r in strong[tail:]]
         if weak:
             label = "weak matches" if strong else "no good match · the closest, weak"
             options.append(Option(Text(f"── {label} ──", style="dim italic"), disabled=True))
