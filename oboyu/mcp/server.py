@@ -104,7 +104,7 @@ class OboyuTools:
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak,
-             "folder": r.folder, "folder_description": r.folder_description}
+             "likely": r.likely, "folder": r.folder, "folder_description": r.folder_description}
             for r in results
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so
@@ -378,7 +378,8 @@ def build_server(tools: OboyuTools):
 
     register(search, "Search indexed documents; one result per file: path, line range, heading, location "
              "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
-             "probability that it answers the query), weak (under the line of a good match), folder (the indexed "
+             "probability that it answers the query), weak (under the line of a good match), likely (false: under "
+             "that line beside a good match, kept in case, seldom the answer), folder (the indexed "
              "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
              "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), "
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
