@@ -78,7 +78,14 @@ def words(text: str) -> list[str]:
 # English function words, as `stem` leaves them: a question's "how", "to" and "in" matched any
 # English file (a user trial: "how to file taxes in Germany" found docker.txt by "to" and "in").
 # Japanese particles are dropped by their part of speech already; passages keep these words.
-ENGLISH_FUNCTION_WORDS = frozenset(stem(word) for word in ["a", "an", "the", "and", "or", "but", "nor", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "into", "onto", "about", "than", "then", "so", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "have", "has", "had", "i", "me", "my", "we", "our", "you", "your", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "would", "should", "will", "shall", "may", "might", "must"])
+ENGLISH_FUNCTION_WORDS = frozenset(stem(word) for word in (
+    "a", "an", "the", "and", "or", "but", "nor", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from",
+    "as", "into", "onto", "about", "than", "then", "so", "is", "are", "was", "were", "be", "been", "being", "am",
+    "do", "does", "did", "have", "has", "had", "i", "me", "my", "we", "our", "you", "your", "he", "him", "his",
+    "she", "her", "it", "its", "they", "them", "their", "this", "that", "these", "those", "there", "here", "what",
+    "which", "who", "whom", "whose", "when", "where", "why", "how", "can", "could", "would", "should", "will",
+    "shall", "may", "might", "must",
+))
 
 
 def query_words(text: str) -> list[str]:
