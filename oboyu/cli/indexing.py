@@ -46,7 +46,7 @@ NAME_CELLS = 16  # the least width of the folders' names in `status`, in termina
 @click.option("--full", is_flag=True, help="Re-read and re-chunk every file (vectors come from the cache).")
 @click.option("--watch", is_flag=True, help="Then keep the index current as files change, until Ctrl+C.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
-@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason, and what the walk left out (hidden entries, junk folders, links).")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (remembered for the folder).")
 @click.option("--model", metavar="ID", help="Embed with this installed model (`oboyu models list`); an index "
               "built with another is embedded again. Default: the index's own model.")
@@ -82,7 +82,7 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
 @db_option
 @click.option("--full", is_flag=True, help="Rebuild: re-read and re-chunk every file (vectors come from the cache).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary.")
-@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason.")
+@click.option("--verbose", "-v", is_flag=True, help="List every skipped file with its reason, and what the walk left out (hidden entries, junk folders, links).")
 @cluster_option
 def reindex(names: tuple[str, ...], db: Path | None, full: bool, quiet: bool, verbose: bool, cluster: str | None) -> None:
     """Update the indexed folders NAMES (names or paths; all when none are given)."""
