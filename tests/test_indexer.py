@@ -114,7 +114,7 @@ def test_a_file_read_for_long_is_named_on_the_progress_line(tmp_path: Path, embe
         stats = Indexer(store, embedder, progress=ProgressLine(stream, interval=0), on_progress=seen).index([root])
     assert named.is_set() and stats.added == 1
     waiting = [line for line in stream.getvalue().splitlines() if " · on " in line]
-    assert waiting[0].startswith("reading 0/1 files · 0 chunks · ")
+    assert waiting[0].startswith("reading 0/1 file · 0 chunks · ")
     assert waiting[0].split(" · on ")[1].startswith("␛[31mbig.txt (62 kB) for ")  # ESC made visible
 
 

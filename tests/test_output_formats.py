@@ -111,6 +111,10 @@ def test_min_score_is_a_threshold_on_the_confidence(oboyu) -> None:
     cut = sorted(set(scores))[-2]
     above = json.loads(oboyu(*KEYWORD, "--json", "--min-score", str(cut)).stdout)
     assert [r["score"] for r in above] == [s for s in scores if s >= cut] and above
+    # a user trial: ranks 1, 2, 3, 4, 6 where a result was left out; the rank is the place as listed
+    assert [r["rank"] for r in above] == list(range(1, len(above) + 1))
+    listed = json.loads(oboyu(*KEYWORD, "--json", "--all").stdout)
+    assert [r["rank"] for r in listed] == list(range(1, len(listed) + 1))
     assert oboyu(*KEYWORD, "--format", "files", "--min-score", str(cut)).stdout.count("\n") == len({r["path"] for r in above})
 
     top = max(scores)

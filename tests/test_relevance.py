@@ -237,3 +237,19 @@ def test_a_build_of_the_default_model_with_another_fingerprint_uses_its_table(em
         assert model_for(f"{name}@000000000000", mode) == model_for(embedder.info.model_id, mode)
         assert model_for(f"{name}@000000000000+openvino", mode) == model_for(embedder.info.model_id, mode)
     assert model_for("someone/another-model@000000000000", Mode.HYBRID).threshold == 0.0  # no table: nothing called weak
+
+
+def test_spaces_around_a_query_change_nothing(tmp_path: Path, embedder) -> None:
+    """A user trial: "データベースの復旧  " scored 0.993 where the same words scored 0.997."""
+    from oboyu.index.store import Store
+    from oboyu.search import SqlRanker, search
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "db.md").write_text("# データベース\n\n障害のあとはバックアップから復旧する。\n", encoding="utf-8")
+    (tmp_path / "docs" / "trip.md").write_text("# 旅行\n\n京都の寺を巡る。\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([tmp_path / "docs"])
+    with Store(db, read_only=True) as store:
+        plain = search(SqlRanker(store), embedder, "データベースの復旧", 5)
+        spaced = search(SqlRanker(store), embedder, "  データベースの復旧 \n", 5)
+    assert [(r.path, r.confidence) for r in spaced] == [(r.path, r.confidence) for r in plain]

@@ -344,3 +344,9 @@ def test_one_keyword_pass_gives_what_the_memory_ranker_gives(store: Store) -> No
     assert ranker.term_rarity(["鳥"]) == pytest.approx(memory.term_rarity(["鳥"]))  # not in the pass: read anew
     # other weights are another pass
     assert ranker.keyword_scores(terms, 6)[0][0] == memory.keyword_scores(terms, 6)[0][0]
+
+
+def test_an_age_is_said_in_words_singular_or_plural() -> None:
+    from oboyu.search.filters import describe_age
+
+    assert describe_age("1d") == "1d: 1 day" and describe_age("3w") == "3w: 3 weeks"  # a trial: "1 days ago"

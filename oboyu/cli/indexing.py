@@ -111,7 +111,7 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
     with IndexLock(path), Store.open_writer(path) as store:
         for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
-            click.echo(visible(f"removed {root.name} ({root.path}): {files} files"), err=True)
+            click.echo(visible(f"removed {root.name} ({root.path}): {_count(files, 'file')}"), err=True)
     _make_search_arrays(path, quiet=False)
 
 

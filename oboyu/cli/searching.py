@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -183,10 +183,12 @@ def _say_coverage(mode: Mode, embedded: int, chunks: int, err: TextIO) -> None:
 
 def _shown(results: list[Result], show_all: bool, min_score: float | None = None) -> list[Result]:
     """The confident results in rank order, then (with --all) the weak ones, as the app lists them;
-    with --min-score, only those whose confidence reaches it."""
+    with --min-score, only those whose confidence reaches it. Each is ranked by its place in
+    this list, as the text numbers it (JSON and CSV gave 1, 2, 3, 4, 6 where a weak one was left out)."""
     strong = [r for r in results if not r.weak]
     shown = strong + [r for r in results if r.weak] if show_all else strong
-    return shown if min_score is None else [r for r in shown if r.confidence >= min_score]
+    shown = shown if min_score is None else [r for r in shown if r.confidence >= min_score]
+    return [replace(r, rank=place) for place, r in enumerate(shown, start=1)]
 
 
 def _say_no_match(asked: Asked, results: list[Result], err: TextIO) -> None:
@@ -233,7 +235,9 @@ def _answer_lines(live: LiveIndex, filters: Filters, mode: Mode, k: int, group: 
               help="Queries (JSON lines): query, relevant_doc_id or relevant_doc_ids.")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(MODE_NAMES),
               help="Modes to measure (default: all three); repeatable.")
-@db_option
+@click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Index the documents into this file, reused when it holds them (default: a temporary index; "
+              "never $OBOYU_DB).")
 @click.option("--model", metavar="ID", help="Embed with this installed model (default: the --db index's, or the default model).")
 @click.option("--absent", "absent_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Questions the documents cannot answer (JSON lines: query): report how often each mode says "

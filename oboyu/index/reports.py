@@ -107,7 +107,8 @@ class IndexProgress:
                 f"({self.vectors_done:,}/{self.vectors_total:,}) · {self.rate:.1f} chunks/s · {self._eta()}"
             )
         return (
-            f"reading {self.files_done:,}/{self.files_total:,} files · {self.chunks:,} chunks · "
+            f"reading {self.files_done:,}/{self.files_total:,} {'file' if self.files_total == 1 else 'files'} · "
+            f"{self.chunks:,} {'chunk' if self.chunks == 1 else 'chunks'} · "
             f"{self.rate:.1f} chunks/s · {self._eta()}"
         ) + (f" · on {self.in_hand}" if self.in_hand else "")
 

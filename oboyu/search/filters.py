@@ -196,4 +196,7 @@ def parse_time(value: str) -> int:
 def describe_age(value: str) -> str | None:
     """`6m` -> "6m: 6 minutes", so that a person who meant months sees it; None for a date."""
     age = re.fullmatch(r"(\d+)\s*(min|mo|[mhdwy])", value.strip().lower())
-    return f"{value.strip()}: {age.group(1)} {AGE_NAMES[age.group(2)]}" if age else None
+    if age is None:
+        return None
+    unit = AGE_NAMES[age.group(2)]
+    return f"{value.strip()}: {age.group(1)} {unit.removesuffix('s') if int(age.group(1)) == 1 else unit}"

@@ -129,7 +129,7 @@ def search(
     """The k best files (or chunks, with group=False) for a query, ranked by `ranker`: a
     SqlRanker over an open Store, or a ResidentIndex for unfiltered searches from memory. A
     reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
-    query = valid_text(query)  # an MCP client or a script may send a lone surrogate
+    query = valid_text(query).strip()  # a lone surrogate from an MCP client or a script; spaces around change the vector
     if not query.strip():
         raise OboyuError("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
