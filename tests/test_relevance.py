@@ -253,3 +253,30 @@ def test_spaces_around_a_query_change_nothing(tmp_path: Path, embedder) -> None:
         plain = search(SqlRanker(store), embedder, "データベースの復旧", 5)
         spaced = search(SqlRanker(store), embedder, "  データベースの復旧 \n", 5)
     assert [(r.path, r.confidence) for r in spaced] == [(r.path, r.confidence) for r in plain]
+
+
+def test_a_filter_does_not_raise_a_results_confidence(tmp_path: Path, embedder) -> None:
+    """Two user trials: "データベースの復旧" gave a reading list 0.018 (under the line), and 0.227,
+    a good match, with `--path 個人/`, which left out the notes that answer it: its lead was
+    measured over the other files let in. Each result is now weighed against every indexed file."""
+    from oboyu.index.store import Store
+    from oboyu.search import SqlRanker, make_filters, search
+
+    docs = tmp_path / "docs"
+    notes = {"個人/読書リスト.md": "# 読書リスト\n\n今年読みたい小説とエッセイ。村上春樹、新しいミステリー。\n",
+             "個人/旅行.md": "# 京都旅行\n\n嵐山と金閣寺。湯豆腐。\n", "個人/料理.md": "# カレー\n\n玉ねぎを炒める。\n",
+             "仕事/復旧手順.md": "# データベースの復旧\n\n障害のあとは夜間のバックアップから復旧する。\n",
+             "仕事/サーバー.md": "# サーバー障害\n\nDBサーバーが落ちたら再起動してログを見る。\n",
+             "仕事/議事録.md": "# 定例\n\nリリースは来週。\n"}
+    for name, text in notes.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([docs])
+    with Store(db, read_only=True) as store:
+        everything = {Path(r.path).name: r for r in search(SqlRanker(store), embedder, "データベースの復旧", 10)}
+        filtered = search(SqlRanker(store), embedder, "データベースの復旧", 10, make_filters(["個人/"]))
+    assert {Path(r.path).parent.name for r in filtered} == {"個人"} and len(filtered) == 3
+    assert [(r.confidence, r.likely) for r in filtered] == [(everything[Path(r.path).name].confidence,
+                                                            everything[Path(r.path).name].likely) for r in filtered]
+    assert not any(r.likely for r in filtered)

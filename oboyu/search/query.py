@@ -165,11 +165,18 @@ def search(
     else:
         chosen, others, copies = fused[:depth], {}, {}
         hits = ranker.chunks_by_id([cid for cid, _ in chosen])
+    pools = legs
+    if filters is not None and not filters.is_empty():
+        # a result is weighed against every indexed file, not only those the filters let in: a user
+        # trial's filter that left one unrelated note made it look like an answer (0.02 -> 0.33)
+        everywhere = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), None, mode, vector)
+        pools = {leg: _merged(everywhere.get(leg, []), legs.get(leg, [])) for leg in ("vector", "keyword")}
+        files.update(ranker.files_of_chunks([cid for pool in pools.values() for cid, _ in pool if cid not in files]))
     # copies of a file count as that file when confidence weighs a result's lead over the others
     content_of = {hit.path: hit.content for hit in hits.values() if hit.content}
     same_file = {cid: content_of.get(path, path) for cid, path in files.items()}
     evidence = gather(ranker.terms_in([cid for cid, _ in chosen], terms), terms, rarity, same_file,
-                      legs.get("vector", []), legs.get("keyword", []),
+                      pools.get("vector", []), pools.get("keyword", []),
                       ranker.cosine_spread(vector) if vector is not None else (0.0, 0.0, 0),
                       reference_for(indexed_with), full_match)
     judge = model_for(indexed_with, mode)
@@ -232,6 +239,12 @@ def with_confidence(chosen: Scores, confidences: dict[str, float], fusion: Fusio
 
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), 4)
+
+
+def _merged(*pools: Scores) -> Scores:
+    """One leg's candidates from several rankings of it, best first, each chunk once."""
+    scores = {cid: score for pool in pools for cid, score in pool}
+    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: list[str], n: int,
