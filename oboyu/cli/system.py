@@ -86,11 +86,17 @@ def doctor(db: Path | None, as_json: bool, seconds: float) -> None:
         _print_fields(benchmark)
 
 
+# what each provider line is about, said in words: "chosen provider: CPUExecutionProvider" above
+# "provider: OpenVINO CPU" read as a contradiction (a user trial); --json keeps the keys
+DOCTOR_LABELS = {"available_providers": "onnxruntime providers", "chosen_provider": "onnxruntime's pick",
+                 "provider": "passages made on", "query_provider": "queries made on"}
+
+
 def _print_fields(fields: dict) -> None:
     for key, value in fields.items():
         if isinstance(value, list):
             value = ", ".join(map(str, value)) or "none"
-        click.echo(f"{key.replace('_', ' '):>20}: {value}")
+        click.echo(f"{DOCTOR_LABELS.get(key, key.replace('_', ' ')):>22}: {value}")
 
 
 @click.command()
