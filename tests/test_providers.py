@@ -177,6 +177,11 @@ def test_doctor_reports_the_machine_and_times_the_cpu(oboyu_env: dict[str, str])
     if benchmark["provider"].startswith("OpenVINO CPU"):  # chosen by this machine's probe, which says how fast
         assert "x onnxruntime's speed here; new indexes use it" in benchmark["openvino_here"]
     assert benchmark["passages_per_second"] > 0 and benchmark["query_ms_p50"] > 0
+    text = subprocess.run([sys.executable, "-m", "oboyu.cli", "doctor", "--seconds", "0.2"], env=oboyu_env,
+                          capture_output=True, text=True, timeout=300).stdout
+    # a user trial read "chosen provider: CPU..." above "provider: OpenVINO CPU" as a contradiction
+    assert f"onnxruntime's pick: {CPU}" in text and f"queries made on: {CPU}" in text
+    assert f"passages made on: {benchmark['provider'].split(' (')[0]}" in text
 
 
 def test_an_unavailable_provider_is_a_one_line_error(oboyu_env: dict[str, str]) -> None:
