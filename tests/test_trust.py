@@ -172,9 +172,9 @@ def test_ordinary_conditions_answer_in_one_line(tmp_path: Path, oboyu_env: dict)
     errors = [json.loads(line) for line in batch.stderr.splitlines() if line.startswith(b"{")]
     assert errors == [{"line": 3, "error": "the query is empty"},
                       {"line": 4, "error": "the query is 300,000 characters long; shorten it to at most 1,000"}]
-    long = oboyu(oboyu_env, "query", "議事録 " * 400)
+    long = oboyu(oboyu_env, "query", " ".join(["議事録"] * 400))
     assert long.returncode == 2 and long.stderr.strip() == (
-        "oboyu: error: the query is 1,600 characters long; shorten it to at most 1,000")
+        "oboyu: error: the query is 1,599 characters long; shorten it to at most 1,000")
 
 
 def test_mecab_takes_a_word_of_any_length() -> None:
@@ -386,7 +386,7 @@ def test_status_lines_up_folders_with_japanese_names(tmp_path: Path, oboyu_env: 
         (tmp_path / name).mkdir()
         (tmp_path / name / "note.md").write_text(f"# {name}\n\nメモ。\n", encoding="utf-8")
     assert oboyu(oboyu_env, "index", str(tmp_path / "個人"), str(tmp_path / "tech")).returncode == 0
-    lines = [line for line in oboyu(oboyu_env, "status").stdout.splitlines() if "1 file, 1 chunk, updated" in line]
+    lines = [line for line in oboyu(oboyu_env, "status").stdout.splitlines() if "1 file, 1 chunk, last changed" in line]
     assert len(lines) == 2, lines
     assert len({cell_len(line[: line.index(str(tmp_path))]) for line in lines}) == 1, lines
 

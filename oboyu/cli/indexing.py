@@ -324,7 +324,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         missing = "" if row["exists"] else "  (missing)"
         name = visible(summary.name)
         click.echo(visible(f"  {name}{' ' * (width - cell_len(name))} {summary.path}  {_count(summary.documents, 'file')}, "
-                           f"{_count(summary.chunks, 'chunk')}, updated {row['last_update'] or '-'}{missing}"))
+                           f"{_count(summary.chunks, 'chunk')}, last changed {row['last_update'] or '-'}{missing}"))
         if summary.description:
             click.echo(visible(f"  {under} {summary.description}"))
         if summary.left_out:

@@ -81,7 +81,7 @@ class IndexScreen(Screen):
         table.add_column("Folder", width=max([cell_len(f) for f in folders] + [6]))
         table.add_column("Documents", width=9)
         table.add_column("Chunks", width=9)
-        table.add_column("Last update", width=16)
+        table.add_column("Last changed", width=16)
         described = [visible(r.description or "") for r in summary.roots]
         if any(described):  # a column only when a folder has a description (`oboyu describe`)
             table.add_column("Description", width=min(max(cell_len(d) for d in described), DESCRIPTION_WIDTH))
