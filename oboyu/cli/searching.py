@@ -144,9 +144,10 @@ def answer_once(asked: Asked, path: Path, rerank: bool | None, out: TextIO, err:
         embedder = load_embedder(store.model_id(), progress=ProgressLine()) if asked.mode.uses_vectors else None
         _say_coverage(asked.mode, *store.vector_coverage(), err)
         # the index's arrays when made: a large index then costs a scan of its int8 codes, not of its tables
-        ranker = (ResidentIndex.if_made(store) if asked.is_plain else None) or SqlRanker(store)
+        resident = ResidentIndex.if_made(store)
+        ranker = (resident if asked.is_plain else None) or SqlRanker(store)
         results = search(ranker, embedder, asked.text, asked.k, filters, mode=asked.mode, group=asked.group,
-                         reranker=load_reranker(rerank))
+                         reranker=load_reranker(rerank), everywhere_ranker=resident)
     return show_answer(asked, results, out, err)
 
 

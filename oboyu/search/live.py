@@ -143,8 +143,14 @@ class LiveIndex:
                 if self.unwritable is None:
                     return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker),
                                   stale=not fresh)
+            # the arrays in memory, when current, weigh each result against every file (`search`)
+            try:
+                everywhere = self.resident if self.refresh() and self.unwritable is None else None
+            except IndexBusyError:  # never loaded, and a writer holds the file: SQL weighs them
+                everywhere = None
             with self.reading() as store:
-                return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker))
+                return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker,
+                                     everywhere_ranker=everywhere))
 
     def coverage(self) -> tuple[int, int]:
         """(passages with a vector, passages), from memory."""

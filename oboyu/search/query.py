@@ -125,10 +125,13 @@ def search(
     mode: Mode = Mode.HYBRID,
     group: bool = True,
     reranker: Reranker | None = None,
+    everywhere_ranker: Ranker | None = None,
 ) -> list[Result]:
     """The k best files (or chunks, with group=False) for a query, ranked by `ranker`: a
     SqlRanker over an open Store, or a ResidentIndex for unfiltered searches from memory. A
-    reranker reorders the best RERANK_DEPTH chunks of the mode's ranking."""
+    reranker reorders the best RERANK_DEPTH chunks of the mode's ranking. With filters, each result is
+    also weighed against every indexed file, ranked by `everywhere_ranker` (the index's arrays,
+    where the caller has them: far cheaper than SQL over a large index), else by `ranker`."""
     query = valid_text(query).strip()  # a lone surrogate from an MCP client or a script; spaces around change the vector
     if not query.strip():
         raise OboyuError("the query is empty")
@@ -169,7 +172,8 @@ def search(
     if filters is not None and not filters.is_empty():
         # a result is weighed against every indexed file, not only those the filters let in: a user
         # trial's filter that left one unrelated note made it look like an answer (0.02 -> 0.33)
-        everywhere = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), None, mode, vector)
+        everywhere = rank_chunks(everywhere_ranker or ranker, embedder, query, terms, max(CANDIDATES, k * 3), None,
+                                 mode, vector)
         pools = {leg: _merged(everywhere.get(leg, []), legs.get(leg, [])) for leg in ("vector", "keyword")}
         files.update(ranker.files_of_chunks([cid for pool in pools.values() for cid, _ in pool if cid not in files]))
     # copies of a file count as that file when confidence weighs a result's lead over the others
