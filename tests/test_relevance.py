@@ -260,7 +260,7 @@ def test_a_filter_does_not_raise_a_results_confidence(tmp_path: Path, embedder) 
     a good match, with `--path 個人/`, which left out the notes that answer it: its lead was
     measured over the other files let in. Each result is now weighed against every indexed file."""
     from oboyu.index.store import Store
-    from oboyu.search import SqlRanker, make_filters, search
+    from oboyu.search import ResidentIndex, SqlRanker, make_filters, search
 
     docs = tmp_path / "docs"
     notes = {"個人/読書リスト.md": "# 読書リスト\n\n今年読みたい小説とエッセイ。村上春樹、新しいミステリー。\n",
@@ -276,6 +276,10 @@ def test_a_filter_does_not_raise_a_results_confidence(tmp_path: Path, embedder) 
     with Store(db, read_only=True) as store:
         everything = {Path(r.path).name: r for r in search(SqlRanker(store), embedder, "データベースの復旧", 10)}
         filtered = search(SqlRanker(store), embedder, "データベースの復旧", 10, make_filters(["個人/"]))
+        resident = ResidentIndex().refresh(store)  # the arrays, as the CLI and the app weigh with them
+        weighed = search(SqlRanker(store), embedder, "データベースの復旧", 10, make_filters(["個人/"]),
+                         everywhere_ranker=resident)
+    assert [(r.path, r.confidence) for r in weighed] == [(r.path, r.confidence) for r in filtered]
     assert {Path(r.path).parent.name for r in filtered} == {"個人"} and len(filtered) == 3
     assert [(r.confidence, r.likely) for r in filtered] == [(everything[Path(r.path).name].confidence,
                                                             everything[Path(r.path).name].likely) for r in filtered]
