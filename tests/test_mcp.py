@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -87,6 +88,7 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
 
             status = payload(await client.call_tool("status", {}))
             assert status["documents"] == 3 and status["roots"][0]["path"] == str(root)
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", status["last_update"])  # to the second, as `status`
 
             refusals = {
                 "../../etc/passwd": "absolute",

@@ -146,7 +146,7 @@ class OboyuTools:
         summary = self.live.summary()
         roots = [
             {"name": r.name, "path": r.path, "description": r.description, "documents": r.documents, "chunks": r.chunks,
-             "last_update": str(r.last_update) if r.last_update else None}
+             "last_update": str(r.last_update)[:19] if r.last_update else None}  # to the second, as `status` says it
             for r in summary.roots
         ]
         updates = [r["last_update"] for r in roots if r["last_update"]]
