@@ -22,6 +22,11 @@ _VISIBLE.update({0x10FD00 + byte: f"\\x{byte:02x}" for byte in range(0x80, 0x100
 _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if 0x7F <= code <= 0xFFFF}
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 file`, `2,400 files`: a count and its noun, singular for one (a regular plural)."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def visible(text: str) -> str:
     """Control characters shown as symbols (␛ for ESC, ␊ for a newline) and bidi controls as
     escapes, so the text can be printed as it is."""

@@ -26,7 +26,7 @@ from oboyu.index.roots import checked_description
 from oboyu.models.loading import load_embedder
 from oboyu.paths import disk_path
 from oboyu.progress import ProgressLine
-from oboyu.text import SURROGATE, json_safe, visible
+from oboyu.text import SURROGATE, counted, json_safe, visible
 
 cluster_option = click.option(
     "--cluster", metavar="ADDRESS", help="Read, chunk and embed on a Ray cluster: `local` (Ray on this machine, "
@@ -111,7 +111,7 @@ def remove(names: tuple[str, ...], db: Path | None) -> None:
     with IndexLock(path), Store.open_writer(path) as store:
         for root in store.roots_named(list(names)):
             files = store.remove_root(root.path)
-            click.echo(visible(f"removed {root.name} ({root.path}): {_count(files, 'file')}"), err=True)
+            click.echo(visible(f"removed {root.name} ({root.path}): {counted(files, 'file')}"), err=True)
     _make_search_arrays(path, quiet=False)
 
 
@@ -218,8 +218,7 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
             err.write(visible(f"  left out {item.path}: {item.reason}") + "\n")
     elif stats.junk:
         names = ", ".join(sorted({item.path.name for item in stats.junk}))
-        folders = "1 junk folder" if len(stats.junk) == 1 else f"{len(stats.junk)} junk folders"
-        err.write(visible(f"  left out: {folders} (dependencies, build output or caches: "
+        err.write(visible(f"  left out: {counted(len(stats.junk), 'junk folder')} (dependencies, build output or caches: "
                           f"{names}); a `!NAME/` line in .oboyuignore brings one back") + "\n")
     if stats.skipped:
         if verbose:
@@ -323,8 +322,8 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
     for row, summary in zip(roots, summaries):
         missing = "" if row["exists"] else "  (missing)"
         name = visible(summary.name)
-        click.echo(visible(f"  {name}{' ' * (width - cell_len(name))} {summary.path}  {_count(summary.documents, 'file')}, "
-                           f"{_count(summary.chunks, 'chunk')}, last changed {row['last_update'] or '-'}{missing}"))
+        click.echo(visible(f"  {name}{' ' * (width - cell_len(name))} {summary.path}  {counted(summary.documents, 'file')}, "
+                           f"{counted(summary.chunks, 'chunk')}, last changed {row['last_update'] or '-'}{missing}"))
         if summary.description:
             click.echo(visible(f"  {under} {summary.description}"))
         if summary.left_out:
@@ -335,10 +334,6 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
             click.echo(visible(f"  {under} skipped {os.path.basename(stored) if where == '.' else where}: {known.reason}"))
         if len(skipped[summary.path]) > SKIPS_SHOWN:
             click.echo(f"  {under} ... {len(skipped[summary.path]) - SKIPS_SHOWN} more skipped (`oboyu status --json` lists each)")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _arrays_line(arrays: tuple[Path, bool, int] | None) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from oboyu.documents.crawl import Hidden, JunkFolder, Skipped
 from oboyu.index.records import Root
 from oboyu.progress import format_duration
-from oboyu.text import visible
+from oboyu.text import counted, visible
 
 if TYPE_CHECKING:  # the cache's module loads the model's: not for a query's reports
     from oboyu.index.embedding_cache import Lookup
@@ -107,8 +107,7 @@ class IndexProgress:
                 f"({self.vectors_done:,}/{self.vectors_total:,}) · {self.rate:.1f} chunks/s · {self._eta()}"
             )
         return (
-            f"reading {self.files_done:,}/{self.files_total:,} {'file' if self.files_total == 1 else 'files'} · "
-            f"{self.chunks:,} {'chunk' if self.chunks == 1 else 'chunks'} · "
+            f"reading {self.files_done:,}/{counted(self.files_total, 'file')} · {counted(self.chunks, 'chunk')} · "
             f"{self.rate:.1f} chunks/s · {self._eta()}"
         ) + (f" · on {self.in_hand}" if self.in_hand else "")
 
