@@ -79,6 +79,18 @@ def test_a_served_index_answers_queries_with_the_output_they_give_alone(served: 
     assert run_oboyu(served, "query", "zzzz qqqq").returncode == 1
 
 
+def test_a_notice_written_before_the_results_comes_before_them_when_handed_off(served: dict) -> None:
+    """stdout and stderr on one pipe, as in a terminal: `--since 100y` says what it means, then the results."""
+    def both_streams(env: dict) -> str:
+        done = subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "旅行", "--since", "100y"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        return done.stdout
+
+    alone, handed = both_streams({**served, "OBOYU_NO_HANDOFF": "1"}), both_streams(cannot_run_here(served))
+    assert alone.startswith("oboyu: --since 100y: 100 years ago\n") and "旅行" in alone, alone
+    assert handed == alone
+
+
 def test_what_the_server_cannot_answer_runs_in_the_asking_process(served: dict) -> None:
     local = cannot_run_here(served)
     usage = run_oboyu(local, "query", "x", "--json", "--format", "csv")

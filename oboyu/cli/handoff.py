@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from oboyu.cli.interrupts import leave_now
 from oboyu.cli.sockets import receive_all, socket_path
@@ -80,11 +81,31 @@ def handed_off(args: list[str]) -> int | None:
             return None  # cut short
     except (OSError, ValueError, KeyError, TypeError):  # gone, refused, timed out, garbled: answer here
         return None
-    for stream, written in ((sys.stdout, body[:stdout_bytes]), (sys.stderr, body[stdout_bytes:])):
+    for stream, written in in_order(body, stdout_bytes, answer.get("order")):
         stream.flush()
         stream.buffer.write(written)
         stream.buffer.flush()
     return int(answer.get("code", 0))
+
+
+def in_order(body: bytes, stdout_bytes: int, order: object) -> list[tuple[TextIO, bytes]]:
+    """The answer's stdout and stderr bytes as the command wrote them: in `order`'s runs of
+    [stream, bytes] where it gives them and they add up, else stdout, then stderr."""
+    sections = {1: [0, stdout_bytes], 2: [stdout_bytes, len(body)]}
+    runs: list[tuple[TextIO, bytes]] = []
+    if isinstance(order, list):
+        for run in order:
+            if not (isinstance(run, list) and len(run) == 2 and run[0] in sections and isinstance(run[1], int)):
+                break
+            section = sections[run[0]]
+            if run[1] < 0 or section[0] + run[1] > section[1]:
+                break
+            runs.append((sys.stdout if run[0] == 1 else sys.stderr, body[section[0]:section[0] + run[1]]))
+            section[0] += run[1]
+        else:
+            if all(start == end for start, end in sections.values()):
+                return runs
+    return [(sys.stdout, body[:stdout_bytes]), (sys.stderr, body[stdout_bytes:])]
 
 
 def index_of(args: list[str]) -> Path:

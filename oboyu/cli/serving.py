@@ -7,7 +7,9 @@ output written for the asking terminal. What this process cannot answer as the c
 and the query runs in its own process.
 
 One request a connection on a Unix socket only this user can reach (sockets.socket_path): a JSON
-line asks; a JSON line, then the bytes written to stdout and to stderr, answers. Requests are
+line asks; a JSON line, then the bytes written to stdout and to stderr, answers; the line's
+`order` says how the two were interleaved, so that a notice printed before the results comes
+before them. Requests are
 answered one at a time. Like `oboyu query --stdin`, the index is read through short-lived
 connections, so `oboyu index` can write it meanwhile."""
 
@@ -40,12 +42,31 @@ log = logging.getLogger(__name__)
 REQUEST_BYTES = 1 << 20  # a query's arguments; more is not a query
 
 
+class _Recording(io.BytesIO):
+    """Bytes written to one stream, each write also noted in the order shared with the other."""
+
+    def __init__(self, stream: int, order: list[list[int]]):
+        super().__init__()
+        self.stream, self.order = stream, order
+
+    def write(self, data) -> int:
+        written = super().write(data)
+        if written:
+            if self.order and self.order[-1][0] == self.stream:
+                self.order[-1][1] += written
+            else:
+                self.order.append([self.stream, written])
+        return written
+
+
 class TerminalLike(io.TextIOWrapper):
     """What a command writes, kept as bytes, telling the writer whether the asker's stream is a
-    terminal (colour, hyperlinks, and how `--format files` writes names depend on it)."""
+    terminal (colour, hyperlinks, and how `--format files` writes names depend on it). Streams
+    made with the same `order` note in it how their writes interleaved: [stream, bytes] runs."""
 
-    def __init__(self, tty: bool):
-        super().__init__(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True)
+    def __init__(self, tty: bool, stream: int = 1, order: list[list[int]] | None = None):
+        super().__init__(_Recording(stream, [] if order is None else order), encoding="utf-8",
+                         errors="surrogateescape", write_through=True)
         self.tty = tty
 
     def isatty(self) -> bool:
@@ -112,13 +133,14 @@ class QueryServer:
                 if answer is None:
                     connection.sendall(b'{"handled": false}\n')
                     return
-                code, stdout, stderr = answer
-                head = {"handled": True, "code": code, "stdout_bytes": len(stdout), "stderr_bytes": len(stderr)}
+                code, stdout, stderr, order = answer
+                head = {"handled": True, "code": code, "stdout_bytes": len(stdout), "stderr_bytes": len(stderr),
+                        "order": order}
                 connection.sendall(json.dumps(head).encode("utf-8") + b"\n" + stdout + stderr)
             except (OSError, ValueError):
                 pass  # the asker went away, or sent no request: nothing to answer
 
-    def _answer_safely(self, request: dict[str, Any]) -> tuple[int, bytes, bytes] | None:
+    def _answer_safely(self, request: dict[str, Any]) -> tuple[int, bytes, bytes, list[list[int]]] | None:
         """`answer`, any failure of it a declined request: the query runs, and says what went
         wrong, in the asker's process; nothing is printed here (in the app, stderr is the screen)."""
         try:
@@ -127,9 +149,10 @@ class QueryServer:
             log.debug("declined a handed-off query", exc_info=True)
             return None
 
-    def answer(self, request: dict[str, Any]) -> tuple[int, bytes, bytes] | None:
-        """Run the query command for `request`: its exit code and what it wrote to stdout and
-        stderr; None when it is to run in the asker's process."""
+    def answer(self, request: dict[str, Any]) -> tuple[int, bytes, bytes, list[list[int]]] | None:
+        """Run the query command for `request`: its exit code, what it wrote to stdout and to
+        stderr, and in what order ([stream, bytes] runs); None when it is to run in the asker's
+        process."""
         given = request.get("env")
         env: dict[str, str] = {k: v for k, v in given.items() if isinstance(v, str)} if isinstance(given, dict) else {}
         argv, cwd = request.get("argv"), request.get("cwd")
@@ -152,11 +175,13 @@ class QueryServer:
                              params["show_all"])
             if asked.mode.uses_vectors and self.live.embedder is None:
                 return None  # the model is still loading
-            out, err = TerminalLike(bool(request.get("stdout_tty"))), TerminalLike(bool(request.get("stderr_tty")))
+            order: list[list[int]] = []
+            out = TerminalLike(bool(request.get("stdout_tty")), 1, order)
+            err = TerminalLike(bool(request.get("stderr_tty")), 2, order)
             code = answer_warm(asked, self.live, out, err, env)
         except (click.ClickException, click.exceptions.Exit, OboyuError, OSError):
             return None  # said in the asker's own words by running it there
-        return code, out.written(), err.written()
+        return code, out.written(), err.written(), order
 
     def _reread_changed_settings(self) -> None:
         """The settings file is read again when it changed since (query.k, query.mode)."""
