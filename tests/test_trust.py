@@ -278,6 +278,18 @@ def test_the_smaller_surprises(tmp_path: Path, oboyu_env: dict, embedder: Embedd
         assert paths(Filters(path_globs=("*.md",), ignore_case=True)) > paths(Filters(path_globs=("*.md",), ignore_case=False))
 
 
+def test_the_skipped_files_are_counted_by_reason(tmp_path: Path, oboyu_env: dict) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 議事録\n\n会議の議事録。\n", encoding="utf-8")
+    (notes / "b.xyz").write_text("?", encoding="utf-8")
+    (notes / "c.xyz").write_text("?", encoding="utf-8")
+    (notes / "d.docx").write_bytes(b"PK\x03\x04 not a zip")
+    done = oboyu(oboyu_env, "index", str(notes))
+    assert done.returncode == 0, done.stderr
+    assert "skipped: 2 files: unsupported file type; 1 file: corrupt .docx file" in done.stderr, done.stderr
+
+
 def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, oboyu_env: dict) -> None:
     notes = tmp_path / "notes"
     (notes / "vendor").mkdir(parents=True)

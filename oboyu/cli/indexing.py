@@ -228,7 +228,7 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
             reasons: dict[str, int] = {}
             for item in stats.skipped:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
-            summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
+            summary = "; ".join(f"{counted(n, 'file')}: {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
             err.write(visible(f"  skipped: {summary} (-v lists them)") + "\n")
     err.flush()
 
