@@ -433,3 +433,19 @@ def test_an_index_path_through_a_file_says_what_is_in_the_way(tmp_path: Path, ob
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "notdb.txt" in done.stderr and ("a file stands where a folder is needed" in done.stderr
                                           or "is a file, not a folder" in done.stderr), done.stderr
+
+
+def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: a file that is not an index read "IO Error: The file ... is not a valid DuckDB
+    database file!"; a place that takes no files (/proc) named only the index's lock file."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# メモ\n\n本文。\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not an index\n", encoding="utf-8")
+    for command in (("index", str(tmp_path / "notes")), ("status",), ("query", "メモ")):
+        done = oboyu(oboyu_env, *command, "--db", str(tmp_path / "notes.txt"))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "notes.txt is not an index" in done.stderr and "IO Error" not in done.stderr, done.stderr
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "not an index\n"
+    if os.path.isdir("/proc/self"):
+        done = oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--db", "/proc/self/index.duckdb")
+        assert done.returncode == 2 and "that folder takes no new files" in done.stderr, done.stderr

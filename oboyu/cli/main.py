@@ -151,6 +151,8 @@ def main() -> None:
                 errno.EACCES: "; check the permissions",
                 errno.EEXIST: "; a file stands where a folder is needed: choose another place",
                 errno.ENOTDIR: "; a part of the path is a file, not a folder"}.get(exc.errno or 0, "")
+        if exc.errno == errno.ENOENT and exc.filename and os.path.isdir(os.path.dirname(os.fspath(exc.filename)) or "."):
+            hint = "; that folder takes no new files: choose another place"  # /proc, /sys: the folder is there
         click.echo(visible(f"oboyu: error: {exc.strerror or exc}{where}{hint}"), err=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the last line of defence: one line, never a traceback

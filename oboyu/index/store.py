@@ -73,6 +73,9 @@ class Store(RootTable):
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise IndexBusyError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
+            if "not a valid DuckDB database file" in str(exc):
+                raise OboyuError(f"{self.path} is not an index (not a DuckDB database file); give --db an index, "
+                                 "or a new file's path to make one") from exc
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         except duckdb.Error as exc:
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
