@@ -427,3 +427,16 @@ def test_the_list_sets_unlikely_results_apart_under_a_divider_that_is_skipped() 
             assert listed.current is not None and listed.current.rank == 2
 
     asyncio.run(run())
+
+
+def test_the_status_bar_ends_in_an_ellipsis_where_the_terminal_is_narrow(db: Path, embedder: Embedder) -> None:
+    """A user trial: the bar was cut at the border mid-word, with nothing to say that more followed."""
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(44, 20)) as pilot:
+            bar = app.query_one("#status")
+            await until(pilot, lambda: bar.render_line(0).text.strip() != "")
+            line = bar.render_line(0).text.rstrip()
+            assert line.endswith("…") and line.lstrip().startswith("6 docs · 11 chunks"), line
+
+    asyncio.run(run())

@@ -14,6 +14,7 @@ from oboyu.index.reports import IndexProgress, meaning_share
 from oboyu.models.embedding import Embedder
 from oboyu.search.filters import Filters
 from oboyu.search.live import IndexSummary
+from oboyu.text import counted
 from oboyu.tui.widgets import display_path
 
 NOT_READ = IndexSummary(None, 0, 0)  # the summary until the index is first read: the bar says nothing yet
@@ -42,7 +43,7 @@ class StatusBar(Widget):
         summary = self.summary
         if summary is NOT_READ:
             return Text("")
-        parts = [f"{summary.documents:,} docs", f"{summary.chunks:,} chunks", self.mode]
+        parts = [counted(summary.documents, "doc"), counted(summary.chunks, "chunk"), self.mode]
         if summary.embedded < summary.chunks and self.progress is None:
             parts.append(f"meaning: {meaning_share(summary.embedded, summary.chunks)} of passages")
         if not self.filters.is_empty():
