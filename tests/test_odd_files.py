@@ -23,6 +23,7 @@ from oboyu.mcp.server import OboyuTools, build_server
 from oboyu.models.embedding import Embedder
 from oboyu.modes import Mode
 from oboyu.paths import RESERVED_IN_NAMES, disk_path, stored_path
+from oboyu.search.filters import make_filters
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 from oboyu.text import valid_text
@@ -70,6 +71,8 @@ def test_odd_files_are_indexed_beside_an_ordinary_note(tmp_path: Path, embedder:
         assert Path(search(SqlRanker(store), embedder, "奥深くに置いたメモ", 1)[0].path).name == "bottom.md"
         assert search(SqlRanker(store), embedder, "未来のメモ \ud800", 1)[0].path == str(future)  # a lone surrogate in a query
         assert Indexer(store, embedder).update().unchanged == 5  # the far date is stored as it is read again
+        late = search(SqlRanker(store), embedder, "未来のメモ", 5, filters=make_filters(since="2270-01-01"))
+        assert [r.path for r in late] == [str(future)]  # a date past 2262 finds it, as the file's own date
 
 
 def _remove_chain(deepest: Path, top: Path) -> None:

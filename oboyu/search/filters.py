@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pathspec
 
+from oboyu.documents.crawl import time_stamp
 from oboyu.documents.filetypes import FORMAT_EXT, file_type_for
 from oboyu.documents.patterns import pattern_problem
 from oboyu.errors import OboyuError
@@ -188,7 +189,8 @@ def parse_time(value: str) -> int:
         raise OboyuError(f"not a date: {value!r} (use 2026-01-31, 2026-01-31T09:00, today, yesterday "
                          "or an age like 30min, 12h, 7d, 2w, 6mo, 1y)") from None
     try:
-        return int(moment.timestamp() * 1e9)
+        # held within what the index stores, as files' times are: --since 2299 finds a file of 2300
+        return time_stamp(int(moment.timestamp() * 1e9))
     except (ValueError, OverflowError, OSError):  # before year 1 in local time, or past what the clock holds
         raise OboyuError(f"the date {value!r} is out of range; use one from 1970 to 9999") from None
 
