@@ -63,6 +63,18 @@ def valid_text(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+# a terminal's escape sequences (CSI: colours, cursor; OSC: titles, links), then any control left
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+def query_text(text: str) -> str:
+    """A query as searched: valid text, with no terminal escape sequence or control character
+    (pasted from a coloured terminal, `printf` in a script: they matched nothing and shifted the
+    vector), each run of them a space, and no space around it."""
+    return _CONTROLS.sub(" ", _ESCAPES.sub(" ", valid_text(text))).strip()
+
+
 # MeCab (fugashi 1.x, unidic) crashed the process (a segmentation fault) on one unknown word of
 # 250,000 letters (a pasted query): it is given pieces of at most this many characters
 MECAB_PIECE_CHARS = 10_000

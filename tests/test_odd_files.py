@@ -70,6 +70,8 @@ def test_odd_files_are_indexed_beside_an_ordinary_note(tmp_path: Path, embedder:
         assert "lone.json" in found
         assert Path(search(SqlRanker(store), embedder, "奥深くに置いたメモ", 1)[0].path).name == "bottom.md"
         assert search(SqlRanker(store), embedder, "未来のメモ \ud800", 1)[0].path == str(future)  # a lone surrogate in a query
+        plain, coloured = (search(SqlRanker(store), embedder, q, 3) for q in ("未来のメモ", "\x1b[31m未来のメモ\x1b[0m\a"))
+        assert [(r.path, r.confidence) for r in coloured] == [(r.path, r.confidence) for r in plain]  # escapes pasted from a terminal
         assert Indexer(store, embedder).update().unchanged == 5  # the far date is stored as it is read again
         late = search(SqlRanker(store), embedder, "未来のメモ", 5, filters=make_filters(since="2270-01-01"))
         assert [r.path for r in late] == [str(future)]  # a date past 2262 finds it, as the file's own date

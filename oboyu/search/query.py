@@ -24,7 +24,7 @@ from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
-from oboyu.text import valid_text
+from oboyu.text import query_text
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
@@ -132,7 +132,7 @@ def search(
     reranker reorders the best RERANK_DEPTH chunks of the mode's ranking. With filters, each result is
     also weighed against every indexed file, ranked by `everywhere_ranker` (the index's arrays,
     where the caller has them: far cheaper than SQL over a large index), else by `ranker`."""
-    query = valid_text(query).strip()  # a lone surrogate from an MCP client or a script; spaces around change the vector
+    query = query_text(query)  # a lone surrogate from an MCP client or a script, escapes; spaces around change the vector
     if not query.strip():
         raise OboyuError("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
