@@ -97,15 +97,15 @@ def test_a_bad_ignore_line_is_a_warning_and_a_bad_path_pattern_one_line(tmp_path
     env = {**oboyu_env, "OBOYU_CONFIG": str(config)}
     indexed = oboyu(env, "index", str(notes))
     assert indexed.returncode == 0, indexed.stderr
-    for number, line in ((1, "'!'"), (2, "'\\\\'"), (3, "'[z-a]'")):  # each bad line named, the rest in force
+    for number, line in ((1, "`!`"), (2, "`\\`"), (3, "`[z-a]`")):  # each bad line named as written, the rest in force
         assert f".oboyuignore, line {number}: {line} left out" in indexed.stderr, indexed.stderr
-    assert f"the exclude setting in {config}, entry 1: '[z-a]' left out" in indexed.stderr
+    assert f"the exclude setting in {config}, entry 1: `[z-a]` left out" in indexed.stderr
     found = oboyu(env, "query", "議事録", "--json", "--all")
     assert [Path(r["path"]).name for r in __import__("json").loads(found.stdout)] == ["a.md"]  # secret.md stays out
     for pattern in ("[z-a]", "\\", "*a*a*a*a*c"):  # the last: matching backtracks for minutes on a long name
         refused = oboyu(env, "query", "議事録", "--path", pattern)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-        assert refused.stderr.startswith(f"oboyu: error: --path {pattern!r} is not a usable pattern"), refused.stderr
+        assert refused.stderr.startswith(f"oboyu: error: --path `{pattern}` is not a usable pattern"), refused.stderr
     every = oboyu(env, "query", "議事録", "--since", "9" * 400 + "d", "--json")  # an age past any date: all time
     assert every.returncode == 0 and [Path(r["path"]).name for r in __import__("json").loads(every.stdout)] == ["a.md"]
 

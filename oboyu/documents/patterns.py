@@ -9,6 +9,8 @@ import re
 
 import pathspec
 
+from oboyu.text import visible
+
 _log = logging.getLogger(__name__)
 
 
@@ -36,5 +38,5 @@ def compile_patterns(lines: list[str], source: str, unit: str = "line") -> paths
         if problem is None:
             good.append(line)
         else:
-            _log.warning(f"{source}, {unit} {number}: {line!r} left out ({problem})")
+            _log.warning(f"{source}, {unit} {number}: `{visible(line)}` left out ({problem})")
     return pathspec.GitIgnoreSpec.from_lines(good)

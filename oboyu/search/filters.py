@@ -138,7 +138,7 @@ def make_filters(
         if problem is None and len(re.findall(r"\*+", pattern)) > MAX_PATTERN_WILDCARDS:
             problem = f"more than {MAX_PATTERN_WILDCARDS} wildcards (*): matching a long name against it takes minutes; use fewer, as in **/drafts/*.md"
         if problem is not None:
-            raise OboyuError(f"--path {pattern!r} is not a usable pattern ({problem}); write it as a .gitignore line")
+            raise OboyuError(f"--path `{pattern}` is not a usable pattern ({problem}); write it as a .gitignore line")
     since_ns = parse_time(since) if since else None
     until_ns = parse_time(until) if until else None
     if since_ns is not None and until_ns is not None and since_ns >= until_ns:
