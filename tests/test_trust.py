@@ -377,7 +377,12 @@ def test_what_a_new_user_tripped_on(tmp_path: Path, oboyu_env: dict) -> None:
     status = json.loads(oboyu(oboyu_env, "status", "--json").stdout)
     assert all(r["left_out"] == [] for r in status["roots"])
     assert [r["name"] for r in json.loads(oboyu(oboyu_env, "status", "vendor", "--json").stdout)["roots"]] == ["vendor"]
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     for args, message in ((("status", "nosuch"), "not an indexed folder"),
+                          (("index", str(tmp_path / "loop-a")), "loop-a: a loop of symbolic links"),
+                          (("index", str(tmp_path / "dangling")), f"dangling: a broken symbolic link (to {tmp_path / 'nowhere'})"),
                           (("query", "x", "--type", "mdd"), "unknown file type 'mdd'"),
                           (("query", "x", "--since", "1d", "--until", "5d"), "is not before --until"),
                           (("index", str(notes / "sub"), "--name", "x"), "no such file or folder"),

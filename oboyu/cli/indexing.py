@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -37,7 +38,7 @@ NAME_CELLS = 16  # the least width of the folders' names in `status`, in termina
 
 
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))  # said below, in our words
 @db_option
 @click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
 @click.option("--describe", "description", metavar="TEXT", help="What the folder holds, in a line (one PATH): shown "
@@ -152,6 +153,9 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
     if special:  # a device or a FIFO: no text to read, and no folder to keep as a root
         raise OboyuError(f"{visible(str(special[0]))} is neither a file nor a folder (a device, pipe or socket); "
                          "name a folder or the files to index")
+    unreadable = [p for p in paths if p.exists() and not os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0))]
+    if unreadable:
+        raise OboyuError(f"{visible(str(unreadable[0]))}: permission denied; check its permissions")
     missing = [p for p in paths if not p.exists()]
     if not missing:
         return
@@ -159,7 +163,19 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
         with open_reading(db) as store:
             missing = [p for p in missing if not store.files_under(os.path.abspath(p)) and store.root_named(str(p)) is None]
     if missing:
-        raise OboyuError(f"no such file or folder: {missing[0]}")
+        raise OboyuError(f"{visible(str(missing[0]))}: {_why_missing(missing[0])}")
+
+
+def _why_missing(path: Path) -> str:
+    """What is at a path that does not exist: nothing, or a link that leads nowhere."""
+    if not path.is_symlink():
+        return "no such file or folder"
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a loop of symbolic links; point the link at a file or folder"
+    return f"a broken symbolic link (to {visible(os.readlink(path))})"
 
 
 @contextlib.contextmanager
