@@ -287,7 +287,7 @@ def test_the_skipped_files_are_counted_by_reason(tmp_path: Path, oboyu_env: dict
     (notes / "d.docx").write_bytes(b"PK\x03\x04 not a zip")
     done = oboyu(oboyu_env, "index", str(notes))
     assert done.returncode == 0, done.stderr
-    assert "skipped: 2 files: unsupported file type; 1 file: corrupt .docx file" in done.stderr, done.stderr
+    assert "skipped: unsupported file type (2); corrupt .docx file" in done.stderr, done.stderr
 
 
 def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, oboyu_env: dict) -> None:

@@ -244,7 +244,7 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
             reasons: dict[str, int] = {}
             for item in stats.skipped:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
-            summary = "; ".join(f"{counted(n, 'file')}: {reason}" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
+            summary = "; ".join(f"{reason} ({n:,})" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
             err.write(visible(f"  skipped: {summary} (-v lists them)") + "\n")
     err.flush()
 
@@ -329,7 +329,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         return
     for key, value in info.items():
         if key not in ("roots", "embedded_chunks", "search_arrays") and not (key == "indexing" and value is None):
-            click.echo(visible(f"{key:>10}: {f'{value:,}' if key == 'bytes' else value}"))
+            click.echo(visible(f"{key:>10}: {f'{value:,}' if isinstance(value, int) else value}"))  # 1,629 chunks
     click.echo(visible(f"{'arrays':>10}: {_arrays_line(arrays)}"))
     click.echo(f"{'folders':>10}:{'' if roots else ' none'}")
     # names padded by the cells a terminal gives them: a Japanese character takes two

@@ -47,10 +47,10 @@ class IndexStats:
 
     def summary(self) -> str:
         line = (
-            f"indexed in {format_duration(self.seconds)}: {self.added} added, {self.changed} changed, "
-            f"{self.removed} removed, {self.renamed} renamed, {self.unchanged} unchanged, {len(self.skipped)} skipped; "
-            f"{self.chunks} {'chunk' if self.chunks == 1 else 'chunks'} embedded, {self.reused} reused from the cache"
-        ) + (f", {self.repeated} the same text as another" if self.repeated else "")
+            f"indexed in {format_duration(self.seconds)}: {self.added:,} added, {self.changed:,} changed, "
+            f"{self.removed:,} removed, {self.renamed:,} renamed, {self.unchanged:,} unchanged, {len(self.skipped):,} skipped; "
+            f"{counted(self.chunks, 'chunk')} embedded, {self.reused:,} reused from the cache"
+        ) + (f", {self.repeated:,} the same text as another" if self.repeated else "")
         return line + (" (stopped early)" if self.stopped else "")
 
 
