@@ -138,7 +138,6 @@ class Target:
     first: int | None
     last: int | None
     chunk_id: str | None = None
-    sections: list[tuple[int, int, str]] = field(default_factory=list)  # its passages: first line, last line, heading path
 
 
 @dataclass
@@ -170,22 +169,7 @@ def find(store: Store, arguments: list[str], cwd: str | None = None) -> Found:
             if key not in seen:
                 seen.add(key)
                 found.targets.append(target)
-    sections = _sections(store, {target.document_id for target in found.targets})
-    for target in found.targets:
-        target.sections = sections.get(target.document_id, [])
     return found
-
-
-def _sections(store: Store, documents: set[int]) -> dict[int, list[tuple[int, int, str]]]:
-    """Each document's passages as the index cut them: first line, last line, heading path."""
-    out: dict[int, list[tuple[int, int, str]]] = {}
-    if not documents:
-        return out
-    rows = store.con.execute("SELECT document_id, start_line, end_line, heading FROM chunks "
-                             "WHERE list_contains(?, document_id) ORDER BY document_id, ordinal", [sorted(documents)])
-    for document, start, end, heading in rows.fetchall():
-        out.setdefault(document, []).append((start, end, heading or ""))
-    return out
 
 
 def _targets(store: Store, request: Request) -> list[Target]:
@@ -360,16 +344,13 @@ def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
     except OSError:
         stale = True
     return Excerpt(target, first, last, total, shown.lines[first - 1 : last], lines_around(shown, first, last),
-                   _headings(target.sections, first, last), last < wanted, stale)
+                   _headings(shown.headings, first, last), last < wanted, stale)
 
 
-def _headings(sections: list[tuple[int, int, str]], first: int, last: int) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    for start, end, heading in sections:
-        if end < first or start > last or not heading or (out and out[-1][1] == heading):
-            continue
-        out.append((max(start, first, out[-1][0] if out else first), heading))
-    return out
+def _headings(headings: list[tuple[int, str]], first: int, last: int) -> list[tuple[int, str]]:
+    """The heading path in force at the first line shown, then each heading among the lines, at its own line."""
+    before = [path for line, path in headings if line < first]
+    return ([(first, before[-1])] if before else []) + [(line, path) for line, path in headings if first <= line <= last]
 
 
 def _size(text: str) -> int:

@@ -88,6 +88,10 @@ def test_a_markdown_file_numbered_with_its_heading_paths(indexed: Indexed, oboyu
     assert "\x1b" not in whole.stdout  # piped: no colour, no hyperlink
     marks = [line.strip() for line in lines if "──" in line]
     assert "── 週次ミーティング > 議事録の書き方" in marks and "── 週次ミーティング > 次回の予定" in marks
+    # each heading marked at its own line (a user trial: marks sat where the passage after it began)
+    full = json.loads(oboyu("get", str(meeting), "--json").stdout)[0]
+    text_lines = full["text"].split("\n")
+    assert [text_lines[h["line"] - 1] for h in full["headings"]] == ["# 週次ミーティング", "## 議事録の書き方", "## 次回の予定"]
 
     # a range from mid-section says which section it is in; :LINE:COUNT, :START-END (as query prints)
     ranges = oboyu("get", f"{meeting}:8:2", f"{meeting}:5-5", f"{meeting}:7", "--json")
@@ -118,7 +122,8 @@ def test_pdf_docx_and_mail_give_their_extracted_text_with_pages(indexed: Indexed
     assert pdf_lines[pdf["parts"][1]["line"] - 1].startswith("Costs")
     assert "Sales rose in March." in pdf["text"] and pdf["file_type"] == "pdf"
     assert "新しい会計システムを四月に導入する。" in docx["text"]
-    assert any("決定事項" in h["heading"] for h in docx["headings"])
+    docx_lines = docx["text"].split("\n")
+    assert [docx_lines[h["line"] - 1] for h in docx["headings"]][-2:] == ["決定事項", "宿題"]
     assert "忘年会は十二月二十日に開きます。" in mail["text"] and "忘年会のお知らせ" in mail["text"]
 
     text = oboyu("get", f"{root / 'report.pdf'}:2")  # from mid-page: the page it is on is said

@@ -116,13 +116,13 @@ class Chunker:
         for block in doc.blocks:
             if block.heading_level:
                 if units:
-                    sections.append((_heading_path(path), units))
+                    sections.append((heading_path(path), units))
                     units = []
                 path = [p for p in path if p[0] < block.heading_level] + [(block.heading_level, block.text)]
                 continue
             units.extend(self._units(block, line_of))
         if units:
-            sections.append((_heading_path(path), units))
+            sections.append((heading_path(path), units))
 
         headings = [b for b in doc.blocks if b.heading_level]
         if not sections and headings:
@@ -236,5 +236,6 @@ def _line_spans(body: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _heading_path(path: list[tuple[int, str]]) -> str:
+def heading_path(path: list[tuple[int, str]]) -> str:
+    """(level, title) pairs as passages name their section: `確定申告 > 準備`."""
     return " > ".join(title for _, title in path)

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from oboyu.documents.chunking import heading_path
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import extract_file
 from oboyu.documents.extracted import Extracted, Unextractable, split_lines
@@ -23,6 +24,7 @@ class Shown:
     lines: list[str]
     file_type: str
     parts: list[tuple[int, str]]  # (first line, `p. 3`)
+    headings: list[tuple[int, str]]  # (the heading's line, its path: `確定申告 > 準備`)
 
 
 def read_document(path: str | os.PathLike, max_bytes: int, file_type: str | None = None,
@@ -46,7 +48,18 @@ def read_document(path: str | os.PathLike, max_bytes: int, file_type: str | None
         raise OboyuError(f"{path}: {exc}") from exc
     except Exception as exc:  # a reader's bug on a malformed file: said, not a crash of the app or server
         raise OboyuError(f"cannot extract text from {path}: {type(exc).__name__}: {exc}") from exc
-    return Shown(split_lines(extracted.text), kind, _part_lines(extracted, kind))
+    return Shown(split_lines(extracted.text), kind, _part_lines(extracted, kind), _heading_lines(extracted))
+
+
+def _heading_lines(extracted: Extracted) -> list[tuple[int, str]]:
+    """Where each heading is, with the path of headings it sits under, as passages name them."""
+    out: list[tuple[int, str]] = []
+    path: list[tuple[int, str]] = []
+    for block in extracted.blocks:
+        if block.heading_level:
+            path = [p for p in path if p[0] < block.heading_level] + [(block.heading_level, block.text)]
+            out.append((block.start_line, heading_path(path)))
+    return out
 
 
 def _part_lines(extracted: Extracted, file_type: str) -> list[tuple[int, str]]:
