@@ -324,3 +324,30 @@ def test_what_the_walk_cannot_take_is_listed_by_status_until_it_is_mended(tmp_pa
     (notes / "huge.txt").write_bytes(b"x" * 100)
     assert indexer.update().added == 1
     assert listed() == {}
+
+
+def test_a_folder_that_cannot_be_read_keeps_its_indexed_files(tmp_path: Path, embedder: Embedder,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user trial: a folder whose permissions changed lost its files from the index; it may be
+    read again (permissions put back, a disk that answers), so they stay until it says they are gone."""
+    notes = tmp_path / "notes"
+    (notes / "private").mkdir(parents=True)
+    (notes / "a.md").write_text("# 買い物\n\n牛乳を買う。\n", encoding="utf-8")
+    (notes / "private" / "diary.md").write_text("# 日記\n\n今日は温泉に行った。\n", encoding="utf-8")
+    scandir = os.scandir
+
+    def refusing(path):
+        if Path(path).name == "private":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder).index([notes])
+        monkeypatch.setattr(os, "scandir", refusing)  # the walk lists folders with it
+        stats = Indexer(store, embedder).update()
+        assert (stats.removed, stats.unchanged) == (0, 2)
+        assert [s.reason for s in stats.skipped] == ["cannot read folder: Permission denied"]
+        assert store.counts()[0] == 2 and search(SqlRanker(store), embedder, "温泉", 1)[0].path.endswith("diary.md")
+        monkeypatch.setattr(os, "scandir", scandir)
+        (notes / "private" / "diary.md").unlink()  # readable again, and now it is gone
+        assert Indexer(store, embedder).update().removed == 1

@@ -6,6 +6,7 @@ with the content of a file that went away is a rename or move: its rows follow i
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +94,13 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
             else:
                 found.setdefault(stored_path(item.path), item)
     plan.skipped = list(skipped.values())
-    gone = {path: stored[path] for path in stored if path not in found}
+    # what the walk could not read (a folder or file whose permissions changed, a disk error) may
+    # read again: its indexed files are kept as they are, not removed
+    unreadable = tuple(path + (os.sep if item.reason.startswith("cannot read folder") else "")
+                       for path, item in skipped.items() if item.reason.startswith("cannot read"))
+    kept = [path for path in stored if path not in found and (path in unreadable or path.startswith(unreadable))]
+    plan.unchanged += len(kept)
+    gone = {path: stored[path] for path in stored if path not in found and path not in kept}
     for path, entry in found.items():
         previous = stored.get(path)
         skip = known.get(path)
