@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,7 +187,10 @@ def _targets(store: Store, request: Request) -> list[Target]:
         return [_target(request, document) for document in _matching(store, path)]
     if os.path.isdir(path):
         return [_target(request, document) for document in _under(store, path)]
-    for candidate in dict.fromkeys((path, os.path.realpath(path))):  # as indexed, or through a symlinked folder
+    # as indexed, through a symlinked folder, or typed in the other Unicode form (a name copied from
+    # macOS, NFD, is not the same bytes on Linux as the NFC one a keyboard types)
+    forms = (path, os.path.realpath(path), unicodedata.normalize("NFC", path), unicodedata.normalize("NFD", path))
+    for candidate in dict.fromkeys(forms):
         document = store.con.execute(f"{_DOCUMENT} WHERE path = ?", [stored_path(candidate)]).fetchone()
         if document is not None:
             return [_target(request, document)]
@@ -231,7 +235,7 @@ def _matching(store: Store, pattern: str) -> list[tuple]:
     try:
         regex = re.compile(_glob_regex(pieces), re.IGNORECASE if CASE_INSENSITIVE_FILES else 0)
     except re.error as exc:
-        raise OboyuError(f"{pattern!r} is not a usable glob ({exc.msg}); quote it as the shell would, e.g. 'notes/*.md'") from None
+        raise OboyuError(f"`{pattern}` is not a usable glob ({exc.msg}); quote it as the shell would, e.g. 'notes/*.md'") from None
     return [row for row in _under(store, os.sep.join(pieces[:literal]) or os.sep) if regex.fullmatch(row[1])]
 
 

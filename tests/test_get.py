@@ -248,3 +248,20 @@ def test_a_file_skipped_or_left_out_says_why_it_has_no_text(tmp_path: Path, oboy
     for name, says in (("data.txt", "skipped when indexed: binary file"), (".private.md", "left out by the walk of notes")):
         done = run_oboyu(oboyu_env, "get", str(notes / name))
         assert done.returncode == 2 and says in done.stderr and "adds one" not in done.stderr, done.stderr
+
+
+def test_a_name_typed_in_the_other_unicode_form_is_found(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: a file named in NFD (as macOS writes names) could not be got by the same
+    name typed in NFC (as a keyboard gives it)."""
+    import unicodedata
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    decomposed = notes / unicodedata.normalize("NFD", "ガイド.md")
+    decomposed.write_text("# ガイド\n\n使い方の説明。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    typed = str(notes / unicodedata.normalize("NFC", "ガイド.md"))
+    assert typed != str(decomposed)
+    done = run_oboyu(oboyu_env, "get", typed, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["path"] == str(decomposed)
