@@ -351,3 +351,20 @@ def test_a_folder_that_cannot_be_read_keeps_its_indexed_files(tmp_path: Path, em
         monkeypatch.setattr(os, "scandir", scandir)
         (notes / "private" / "diary.md").unlink()  # readable again, and now it is gone
         assert Indexer(store, embedder).update().removed == 1
+
+
+def test_a_run_that_only_removes_files_moves_the_folders_last_change(tmp_path: Path, embedder: Embedder) -> None:
+    """A user trial: `status` kept the first run's time after a run that removed a file."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 買い物\n\n牛乳を買う。\n", encoding="utf-8")
+    (notes / "b.md").write_text("# 日記\n\n温泉に行った。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder).index([notes])
+        (before,) = [r.last_update for r in store.root_summaries()]
+        (notes / "b.md").unlink()
+        assert Indexer(store, embedder).update().removed == 1
+        (after,) = [r.last_update for r in store.root_summaries()]
+        assert after > before
+        store.remove_root(str(notes))
+        assert store.con.execute("SELECT count(*) FROM meta WHERE key LIKE 'root_changed:%'").fetchone() == (0,)

@@ -17,6 +17,7 @@ from oboyu.paths import is_within
 from oboyu.text import valid_text
 
 MAX_DESCRIPTION_CHARS = 500
+ROOT_CHANGED = "root_changed:"  # meta key + a root's path: when it last lost files
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # tab is text
 
 
@@ -101,10 +102,12 @@ class RootTable:
         rows = self.con.execute(
             """
             SELECT r.path, r.name, r.follow_symlinks, r.description, count(DISTINCT d.id), count(c.id),
-                   coalesce(max(d.indexed_at), r.added_at), r.left_out
+                   greatest(coalesce(max(d.indexed_at), r.added_at), coalesce(max(TRY_CAST(m.value AS TIMESTAMP)), r.added_at)),
+                   r.left_out
             FROM roots r LEFT JOIN documents d ON d.root = r.path LEFT JOIN chunks c ON c.document_id = d.id
+                 LEFT JOIN meta m ON m.key = ? || r.path
             GROUP BY r.path, r.name, r.follow_symlinks, r.description, r.added_at, r.left_out ORDER BY r.path
-            """
+            """, [ROOT_CHANGED]
         ).fetchall()
         return [RootSummary(Root(path, name, bool(follow), description), int(docs), int(chunks), last, tuple(left_out or ()))
                 for path, name, follow, description, docs, chunks, last, left_out in rows]

@@ -25,7 +25,7 @@ from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, StoredFile, chunk_id
-from oboyu.index.roots import RootTable
+from oboyu.index.roots import ROOT_CHANGED, RootTable
 from oboyu.index.waiting import open_waiting
 from oboyu.paths import is_within
 
@@ -330,6 +330,9 @@ class Store(RootTable):
             ids = f"SELECT id FROM documents WHERE path IN (SELECT column0 FROM {name})"
             if not self._number(f"SELECT count(*) FROM ({ids})"):
                 return  # new files: each DELETE would scan its table (the postings: ~100 rows a chunk)
+            # the folders lose files: when, for status's "last changed" (their other files' times do not move)
+            self.con.execute(f"INSERT OR REPLACE INTO meta SELECT DISTINCT '{ROOT_CHANGED}' || root, "
+                             f"CAST(CAST(now() AS TIMESTAMP) AS VARCHAR) FROM documents WHERE id IN ({ids})")
             chunk_ids = f"SELECT id FROM chunks WHERE document_id IN ({ids})"
             self.con.execute(f"DELETE FROM embeddings WHERE chunk_id IN ({chunk_ids})")
             self.con.execute(f"DELETE FROM kw_postings WHERE chunk_id IN ({chunk_ids})")
@@ -430,6 +433,7 @@ class Store(RootTable):
             self._bump_generation()
             self._delete_paths(paths)
             self.con.execute("DELETE FROM roots WHERE path = ?", [root])
+            self.con.execute("DELETE FROM meta WHERE key = ?", [ROOT_CHANGED + root])
             self.con.execute("DELETE FROM skipped_files WHERE root = ?", [root])
         return len(paths)
 
