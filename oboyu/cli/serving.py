@@ -9,9 +9,8 @@ and the query runs in its own process.
 One request a connection on a Unix socket only this user can reach (sockets.socket_path): a JSON
 line asks; a JSON line, then the bytes written to stdout and to stderr, answers; the line's
 `order` says how the two were interleaved, so that a notice printed before the results comes
-before them. Requests are
-answered one at a time. Like `oboyu query --stdin`, the index is read through short-lived
-connections, so `oboyu index` can write it meanwhile."""
+before them. Requests are answered one at a time. Like `oboyu query --stdin`, the index is read
+through short-lived connections, so `oboyu index` can write it meanwhile."""
 
 from __future__ import annotations
 

@@ -96,9 +96,9 @@ def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, fu
     plan.skipped = list(skipped.values())
     # what the walk could not read (a folder or file whose permissions changed, a disk error) may
     # read again: its indexed files are kept as they are, not removed
-    unreadable = tuple(path + (os.sep if item.reason.startswith("cannot read folder") else "")
-                       for path, item in skipped.items() if item.reason.startswith("cannot read"))
-    kept = [path for path in stored if path not in found and (path in unreadable or path.startswith(unreadable))]
+    folders = tuple(path + os.sep for path, item in skipped.items() if item.reason.startswith("cannot read folder"))
+    files = {path for path, item in skipped.items() if item.reason.startswith("cannot read")}
+    kept = [path for path in stored if path not in found and (path in files or path.startswith(folders))]
     plan.unchanged += len(kept)
     gone = {path: stored[path] for path in stored if path not in found and path not in kept}
     for path, entry in found.items():
