@@ -91,6 +91,23 @@ def test_a_notice_written_before_the_results_comes_before_them_when_handed_off(s
     assert handed == alone
 
 
+def test_a_reader_that_went_away_is_exit_141_not_no_match(served: dict) -> None:
+    """A user trial: `oboyu query x | head -1` ended with exit 1, which scripts read as "no match"
+    (click's answer to a closed pipe), and with a traceback when a server answered."""
+    def into_a_closed_pipe(env: dict) -> subprocess.CompletedProcess:
+        read, write = os.pipe()
+        os.close(read)  # gone before the first byte: every write fails at once
+        try:
+            return subprocess.run([sys.executable, "-m", "oboyu.cli", "query", "カレーの作り方", "--all"], env=env,
+                                  stdout=write, stderr=subprocess.PIPE, text=True, timeout=600)
+        finally:
+            os.close(write)
+
+    for env in ({**served, "OBOYU_NO_HANDOFF": "1"}, cannot_run_here(served)):
+        done = into_a_closed_pipe(env)
+        assert (done.returncode, done.stderr) == (141, ""), done.stderr
+
+
 def test_what_the_server_cannot_answer_runs_in_the_asking_process(served: dict) -> None:
     local = cannot_run_here(served)
     usage = run_oboyu(local, "query", "x", "--json", "--format", "csv")

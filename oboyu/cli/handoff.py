@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from oboyu.cli.interrupts import leave_now
+from oboyu.cli.interrupts import leave_closed_pipe, leave_now
 from oboyu.cli.sockets import receive_all, socket_path
 
 CONNECT_SECONDS = 0.5  # a server that does not accept in this time is not used
@@ -81,10 +81,13 @@ def handed_off(args: list[str]) -> int | None:
             return None  # cut short
     except (OSError, ValueError, KeyError, TypeError):  # gone, refused, timed out, garbled: answer here
         return None
-    for stream, written in in_order(body, stdout_bytes, answer.get("order")):
-        stream.flush()
-        stream.buffer.write(written)
-        stream.buffer.flush()
+    try:
+        for stream, written in in_order(body, stdout_bytes, answer.get("order")):
+            stream.flush()
+            stream.buffer.write(written)
+            stream.buffer.flush()
+    except BrokenPipeError:  # the reader went away (`| head -1`)
+        return leave_closed_pipe()
     return int(answer.get("code", 0))
 
 

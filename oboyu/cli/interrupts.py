@@ -1,4 +1,5 @@
-"""Ctrl+C in the `oboyu` command: always the one line "oboyu: interrupted" and exit status 130.
+"""Ctrl+C in the `oboyu` command: always the one line "oboyu: interrupted" and exit status 130;
+and a reader that goes away (`oboyu query x | head -1`): exit status 141, as for a program SIGPIPE ended.
 
 Python turns SIGINT into a KeyboardInterrupt wherever the main thread happens to be. Inside a
 native library's set-up (onnxruntime, OpenVINO, DuckDB and NumPy load their C++ parts on first
@@ -47,3 +48,15 @@ def _importing(frame: FrameType | None) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+CLOSED_PIPE = 128 + 13  # the exit status a shell gives a program that SIGPIPE ended; 1 would read "no match"
+
+
+def leave_closed_pipe() -> int:
+    """stdout to nowhere, so that the interpreter's last flush does not fail on the closed pipe;
+    returns the exit status to leave with."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return CLOSED_PIPE

@@ -1,7 +1,7 @@
 """The `oboyu` command: a thin layer over the library. Errors are one line on stderr.
 
 Exit status: 0 success (query: results found), 1 query with no results (get: a glob or folder
-that named no indexed file), 2 error.
+that named no indexed file), 2 error, 130 interrupted, 141 the reader of stdout went away.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.getting import get
 from oboyu.cli.indexing import describe, index, reindex, remove, status
-from oboyu.cli.interrupts import INTERRUPTED, interrupt_outside_imports, leave_now
+from oboyu.cli.interrupts import INTERRUPTED, interrupt_outside_imports, leave_closed_pipe, leave_now
 from oboyu.cli.models import models
 from oboyu.cli.searching import eval_command, query
 from oboyu.cli.serving import serve
@@ -40,6 +40,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
             raise _Interrupted from exc
+        except BrokenPipeError:  # the reader went away: not "no match" (click's own answer is exit 1)
+            sys.exit(leave_closed_pipe())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
