@@ -87,6 +87,8 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
         ("search", {"query": "x", "k": -1}, "k must be between 1 and 50"),
         ("search", {"query": "x", "k": 0}, "k must be between 1 and 50"),
         ("search", {"query": "x", "k": "ten"}, "k: input should be a valid integer"),
+        ("search", {"query": "x", "k": True}, "k: input should be a valid integer"),
+        ("search", {"query": "x", "k": "5"}, "k: input should be a valid integer"),
         ("search", {"query": "x", "k": 2.5}, "search takes query"),
         ("search", {"query": "x", "path": 123}, "path: input should be a valid string (got a number)"),
         ("search", {"query": "x", "mode": "nonsense"}, "unknown mode 'nonsense'"),

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Annotated, Any, BinaryIO, cast
+
+from pydantic import Field
 
 from oboyu import retrieve
 from oboyu.api import open_indexer
@@ -42,6 +44,8 @@ from oboyu.search.query import MAX_QUERY_CHARS
 from oboyu.text import valid_text
 
 MAX_K = 50
+# a JSON integer, no other type read as one (true was k=1, "5" was 5): what a caller meant is not guessed
+Count = Annotated[int, Field(strict=True)]
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 200_000
 MAX_HTTP_BODY = 64 * 1024
@@ -372,7 +376,7 @@ def build_server(tools: OboyuTools):
         arguments_of[fn.__name__] = set(inspect.signature(fn).parameters)
         server.tool(description=description)(fn)
 
-    async def search(query: str, mode: str = "hybrid", k: int = 10, path: str | None = None, type: str | None = None,
+    async def search(query: str, mode: str = "hybrid", k: Count = 10, path: str | None = None, type: str | None = None,
                      since: str | None = None) -> dict[str, Any]:
         return await capped("search", tools.search, query, mode, k, path, type, since)
 
@@ -385,7 +389,7 @@ def build_server(tools: OboyuTools):
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
              "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
 
-    async def read(path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
+    async def read(path: str, start_line: Count | None = None, end_line: Count | None = None) -> dict[str, Any]:
         return await capped("read", tools.read, path, start_line, end_line)
 
     register(read, "Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "
