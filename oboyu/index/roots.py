@@ -102,7 +102,7 @@ class RootTable:
         rows = self.con.execute(
             """
             SELECT r.path, r.name, r.follow_symlinks, r.description, count(DISTINCT d.id), count(c.id),
-                   greatest(coalesce(max(d.indexed_at), r.added_at), coalesce(max(TRY_CAST(m.value AS TIMESTAMP)), r.added_at)),
+                   coalesce(greatest(max(d.indexed_at), max(TRY_CAST(m.value AS TIMESTAMP))), r.added_at),  -- NULLs ignored
                    r.left_out
             FROM roots r LEFT JOIN documents d ON d.root = r.path LEFT JOIN chunks c ON c.document_id = d.id
                  LEFT JOIN meta m ON m.key = ? || r.path
