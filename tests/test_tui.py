@@ -138,6 +138,8 @@ def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
             app.screen.query_one("#since").value = "someday"  # (yesterday is a date now)
             await pilot.click("#apply")
             assert "not a date" in str(app.screen.query_one("#error").render())
+            await pilot.pause()
+            assert "30min" in app.export_screenshot()  # the message's end is on the screen, wrapped, not cut
             app.screen.query_one("#since").value = ""
             app.screen.query_one("#since").focus()
             await pilot.press("enter")
