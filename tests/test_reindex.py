@@ -368,3 +368,12 @@ def test_a_run_that_only_removes_files_moves_the_folders_last_change(tmp_path: P
         assert after > before
         store.remove_root(str(notes))
         assert store.con.execute("SELECT count(*) FROM meta WHERE key LIKE 'root_changed:%'").fetchone() == (0,)
+
+
+def test_the_runs_summary_writes_large_counts_with_separators() -> None:
+    """A user trial: `1636 chunks embedded` beside a progress line's `1,636 passages`."""
+    from oboyu.index.reports import IndexStats
+
+    line = IndexStats(added=1_636, unchanged=12_000, chunks=1_636, reused=1).summary()
+    assert "1,636 added" in line and "12,000 unchanged" in line and "1,636 chunks embedded" in line, line
+    assert "1 reused" in IndexStats(chunks=1, reused=1).summary() and "1 chunk embedded" in IndexStats(chunks=1).summary()
