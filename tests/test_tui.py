@@ -442,3 +442,17 @@ def test_the_status_bar_ends_in_an_ellipsis_where_the_terminal_is_narrow(db: Pat
             assert line.endswith("…") and line.lstrip().startswith("6 docs · 11 chunks"), line
 
     asyncio.run(run())
+
+
+def test_the_filters_dialog_keeps_its_words_and_buttons_at_50_columns(db: Path, embedder: Embedder) -> None:
+    """A user trial at 50 columns: the labels ended at the border mid-word, and Cancel was off the row."""
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(50, 30)) as pilot:
+            await pilot.press("ctrl+f")
+            await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+            await pilot.pause()
+            shown = app.export_screenshot()
+            assert "leaves&#160;out)" in shown and "7d)" in shown and "Cancel" in shown
+
+    asyncio.run(run())
