@@ -118,7 +118,7 @@ class Chunker:
                 if units:
                     sections.append((heading_path(path), units))
                     units = []
-                path = [p for p in path if p[0] < block.heading_level] + [(block.heading_level, block.text)]
+                path = under_heading(path, block)
                 continue
             units.extend(self._units(block, line_of))
         if units:
@@ -234,6 +234,11 @@ def _line_spans(body: str) -> list[tuple[int, int]]:
             spans.append((pos + lead, pos + lead + len(line.strip())))
         pos = match.end() if match else len(body)
     return spans
+
+
+def under_heading(path: list[tuple[int, str]], heading: Block) -> list[tuple[int, str]]:
+    """The (level, title) path after `heading`: those above its level, then it."""
+    return [p for p in path if p[0] < heading.heading_level] + [(heading.heading_level, heading.text)]
 
 
 def heading_path(path: list[tuple[int, str]]) -> str:

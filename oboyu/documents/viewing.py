@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from oboyu.documents.chunking import heading_path
+from oboyu.documents.chunking import heading_path, under_heading
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import extract_file
 from oboyu.documents.extracted import Extracted, Unextractable, split_lines
@@ -57,7 +57,7 @@ def _heading_lines(extracted: Extracted) -> list[tuple[int, str]]:
     path: list[tuple[int, str]] = []
     for block in extracted.blocks:
         if block.heading_level:
-            path = [p for p in path if p[0] < block.heading_level] + [(block.heading_level, block.text)]
+            path = under_heading(path, block)
             out.append((block.start_line, heading_path(path)))
     return out
 

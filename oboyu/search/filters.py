@@ -182,7 +182,7 @@ def parse_time(value: str) -> int:
     if age:
         seconds = int(age.group(1)) * AGE_UNITS[age.group(2)]
         # an age past what the index stores (10**400 days would not even fit a float) means all time
-        return max(int(time.time() * 1e9) - seconds * 1_000_000_000, -(2**63))
+        return time_stamp(int(time.time() * 1e9) - seconds * 1_000_000_000)
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
