@@ -6,6 +6,9 @@ process writes, unfiltered searches answer from the state last loaded and say so
 The same process may write too (the TUI's reindex): `writing()` hands out the writable Store and,
 while it is open, readers read the committed state through a cursor of it. The app's indexer
 takes it for each batch's write only, so other processes read between batches.
+
+A large index's search arrays are made beside the process (`preparing`) while it answers from
+the arrays it last loaded, or in the index file when it has none yet.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import contextlib
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from oboyu.errors import ArraysUnwritableError, IndexBusyError, OboyuError
+from oboyu.index.arrays_cache import made_arrays
 from oboyu.index.records import RootSummary
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
@@ -26,6 +31,7 @@ from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
 from oboyu.paths import disk_path, stored_path
 from oboyu.search.filters import Filters
+from oboyu.search.preparing import ArraysMaker, background_from_rows
 from oboyu.search.query import Result, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.search.resident import ResidentIndex
@@ -37,7 +43,8 @@ READ_WAIT_SECONDS = 0.5  # how long a query waits for another process's write lo
 @dataclass
 class Answer:
     results: list[Result]
-    stale: bool = False  # another process is writing: the results come from the last loaded state
+    stale: bool = False  # another process is writing, or the arrays are being made: the last loaded state
+    preparing: bool = False  # the index's search arrays are being made: answers are slower until they are
 
 
 @dataclass
@@ -62,6 +69,8 @@ class LiveIndex:
         self._searching = threading.Lock()  # one search at a time: the app's and a handed-off query's
         self._writer: Store | None = None
         self.unwritable: str | None = None  # why the search arrays cannot be made: rank in the file then
+        self.maker = ArraysMaker(self.db_path)  # a large index's arrays, made beside this process
+        weakref.finalize(self, self.maker.stop)
 
     def exists(self) -> bool:
         return self.db_path.exists()
@@ -89,6 +98,7 @@ class LiveIndex:
         with self._lock:
             if self._writer is not None:
                 raise OboyuError("this index is already being updated")
+            self.maker.stop()  # its reader would keep the writer out, and its generation is ending
             self._writer = Store.open_writer(self.db_path)
         try:
             yield self._writer
@@ -109,13 +119,26 @@ class LiveIndex:
         return tuple(out)
 
     def refresh(self) -> bool:
-        """Bring the in-memory index up to date; False when another process holds the file and
-        the last loaded state must do."""
+        """Bring the in-memory index up to date; False when the last loaded state must do
+        (another process holds the file, or this index's new arrays are being made)."""
         signature = self._signature()
+        if self.maker.running():
+            return self.resident.generation is None  # else the last loaded state answers
+        if self.maker.finished():
+            failure = self.maker.collect()
+            if failure is not None:  # ranked in the file, tried again when the index changes
+                logger.warning("the index's search arrays were not made (%s); searching the index file meanwhile", failure)
+                self.unwritable, self._seen = failure, signature
+                return True
+            self._seen = None  # open what it made, or make the next generation's
         if signature == self._seen and (self.resident.generation is not None or self.unwritable is not None):
             return True
         try:
             with self.reading() as store:
+                if self._large_and_unmade(store):
+                    self.maker.start()
+                    self.unwritable, self._seen = None, signature
+                    return self.resident.generation is None
                 self.resident.refresh(store)
             self.unwritable = None
         except IndexBusyError:
@@ -131,6 +154,17 @@ class LiveIndex:
         self._seen = signature
         return True
 
+    def _large_and_unmade(self, store: Store) -> bool:
+        """Whether the store's generation needs arrays that take more than a moment to make."""
+        if (store.get_meta("generation") or "") == self.resident.generation:
+            return False
+        return store.counts()[1] >= background_from_rows() and made_arrays(store) is None
+
+    def _in_file(self) -> bool:
+        """Whether searches rank in the index file: no arrays can be made, or none are loaded
+        while they are made."""
+        return self.unwritable is not None or (self.maker.running() and self.resident.generation is None)
+
     # --- what callers ask --------------------------------------------------------------------
 
     def search(self, query: str, mode: Mode = Mode.HYBRID, k: int = 10, filters: Filters | None = None,
@@ -140,23 +174,23 @@ class LiveIndex:
         with self._searching:
             if filters is None or filters.is_empty():
                 fresh = self.refresh()
-                if self.unwritable is None:
+                if not self._in_file():
                     return Answer(search(self.resident, self.embedder, query, k, None, mode, group, self.reranker),
-                                  stale=not fresh)
+                                  stale=not fresh, preparing=self.maker.running())
             # the arrays in memory, when current, weigh each result against every file (`search`)
             try:
-                everywhere = self.resident if self.refresh() and self.unwritable is None else None
+                everywhere = self.resident if self.refresh() and not self._in_file() else None
             except IndexBusyError:  # never loaded, and a writer holds the file: SQL weighs them
                 everywhere = None
             with self.reading() as store:
                 return Answer(search(SqlRanker(store), self.embedder, query, k, filters, mode, group, self.reranker,
-                                     everywhere_ranker=everywhere))
+                                     everywhere_ranker=everywhere), preparing=self.maker.running())
 
     def coverage(self) -> tuple[int, int]:
         """(passages with a vector, passages), from memory."""
         with self._searching:
             self.refresh()
-            if self.unwritable is not None:
+            if self._in_file():
                 with self.reading() as store:
                     return store.vector_coverage()
             return self.resident.embedded_rows, len(self.resident.has_vector)
@@ -167,7 +201,7 @@ class LiveIndex:
         if not self.exists():
             return {}
         self.refresh()
-        if self.unwritable is not None:
+        if self._in_file():
             with self.reading() as store:
                 return _OnDisk(store.file_roots())
         return _OnDisk(self.resident.roots)

@@ -71,6 +71,7 @@ class OboyuApp(IndexingApp):
     filters: var[Filters] = var(Filters, init=False, always_update=True)
     answer: var[Answer | None] = var(None, init=False, always_update=True)  # what the list shows
     stale = var(False, init=False)  # the index is being written elsewhere: the answer is its last loaded state
+    preparing = var(False, init=False)  # its search arrays are being made: answers are slower meanwhile
 
     def __init__(self, db_path: Path, embedder: Embedder | None = None, mode: Mode = Mode.HYBRID,
                  reranker: Reranker | None = None):
@@ -106,7 +107,7 @@ class OboyuApp(IndexingApp):
             yield ResultList(id="results")
             yield Preview(id="preview")
         yield StatusBar(id="status").data_bind(
-            OboyuApp.summary, OboyuApp.mode, OboyuApp.filters, OboyuApp.stale, OboyuApp.indexing,
+            OboyuApp.summary, OboyuApp.mode, OboyuApp.filters, OboyuApp.stale, OboyuApp.preparing, OboyuApp.indexing,
             OboyuApp.model, OboyuApp.db_path, progress=OboyuApp.index_progress,
         )
         yield Footer()
@@ -231,7 +232,7 @@ class OboyuApp(IndexingApp):
         if answer is None:
             preview.clear("Type to search.")
             return
-        self.stale = answer.stale
+        self.stale, self.preparing = answer.stale, answer.preparing
         if not answer.results:
             preview.clear("No results.")
 

@@ -34,6 +34,7 @@ class StatusBar(Widget):
     mode = reactive("", init=False)
     filters: reactive[Filters] = reactive(Filters, init=False)
     stale = reactive(False, init=False)  # the index is being written elsewhere: answers from its last loaded state
+    preparing = reactive(False, init=False)  # its search arrays are being made
     indexing = reactive(False, init=False)
     progress: reactive[IndexProgress | None] = reactive(None, init=False)
     model = reactive("", init=False)
@@ -48,7 +49,9 @@ class StatusBar(Widget):
             parts.append(f"meaning: {meaning_share(summary.embedded, summary.chunks)} of passages")
         if not self.filters.is_empty():
             parts.append("filtered")
-        if self.stale:
+        if self.preparing:
+            parts.append("preparing fast search: last loaded state" if self.stale else "preparing fast search")
+        elif self.stale:
             parts.append("index busy: last loaded state")
         if self.progress is not None:
             parts.append(self.progress.line())

@@ -106,7 +106,7 @@ class ResultList(OptionList):
             good = sum(not r.weak for r in self.answer.results)
             weak = len(self.answer.results) - good
             title += f" · {good}" + (f" (+{weak} weak)" if weak else "") \
-                + (" · index busy, last loaded state" if self.answer.stale else "")
+                + (" · last loaded state" if self.answer.stale else "")
         if self.selected:
             title += f" · {len(self.selected)} selected"
         self.border_title = title

@@ -1,0 +1,129 @@
+"""A large index's search arrays made beside a long-lived process (`oboyu.search.preparing`): it
+answers meanwhile, from the index file or from the arrays it last loaded, and takes the new ones
+when they are made. The line is lowered so that the example notes count as large; the child is
+held at a gate (a file the test creates) so that nothing depends on how fast it is."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_NOTES
+
+from oboyu.index.arrays import homes
+from oboyu.index.indexer import Indexer
+from oboyu.index.store import Store
+from oboyu.models.embedding import Embedder
+from oboyu.search.live import LiveIndex
+from oboyu.search.preparing import ArraysMaker
+from oboyu.search.query import Result, search
+from oboyu.search.rankers import SqlRanker
+
+QUESTION = "カレーの作り方"
+
+
+def gated(gate: Path):
+    """ArraysMaker.command, waiting for `gate` before it makes anything."""
+
+    def command(self: ArraysMaker) -> list[str]:
+        wait = f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.05)\n"
+        make = "import sys; from oboyu.search.preparing import make_in_this_process as m; sys.exit(m(pathlib.Path(sys.argv[1])))"
+        return [sys.executable, "-c", wait + make, str(self.db_path)]
+
+    return command
+
+
+def wait_for(maker: ArraysMaker) -> None:
+    deadline = time.monotonic() + 120
+    while maker.running():
+        assert time.monotonic() < deadline, "the child making the arrays never ended"
+        time.sleep(0.05)
+
+
+def shown(results: list[Result]) -> list[tuple[str, float]]:
+    return [(Path(r.path).name, round(r.confidence, 6)) for r in results]
+
+
+@pytest.fixture
+def large(tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OBOYU_BACKGROUND_ARRAYS_FROM", "1")
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLE_NOTES / "home", notes)
+    db = tmp_path / "index.duckdb"
+    with Store(db) as store:
+        Indexer(store, embedder).index([notes])
+    for place in homes(db):
+        shutil.rmtree(place, ignore_errors=True)
+    return db
+
+
+def test_answers_from_the_file_then_from_the_arrays_made_beside_it(large: Path, embedder: Embedder, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(ArraysMaker, "command", gated(gate))
+    with Store(large, read_only=True) as store:
+        expected = shown(search(SqlRanker(store), embedder, QUESTION, 10))
+    live = LiveIndex(large, embedder)
+
+    first = live.search(QUESTION)
+    assert first.preparing and not first.stale and live.resident.arrays is None
+    assert shown(first.results) == expected and shown(first.results)[0][0] == "curry.txt"
+    assert live.coverage()[1] > 0 and live.file_roots()  # from the file meanwhile
+
+    gate.touch()
+    wait_for(live.maker)
+    made = live.search(QUESTION)
+    assert not made.preparing and live.resident.arrays is not None
+    assert shown(made.results) == expected
+
+
+def test_a_change_answers_from_the_last_loaded_arrays_until_the_new_are_made(large: Path, embedder: Embedder,
+                                                                           tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "gate"
+    gate.touch()
+    monkeypatch.setattr(ArraysMaker, "command", gated(gate))
+    live = LiveIndex(large, embedder)
+    live.search(QUESTION)
+    wait_for(live.maker)
+    assert not live.search(QUESTION).preparing
+    loaded = live.resident.generation
+
+    gate.unlink()
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "nikujaga.txt").write_text("肉じゃがの作り方\n\nじゃがいもと牛肉を甘辛く煮る。\n", encoding="utf-8")
+    with live.writing() as store:
+        Indexer(store, embedder).index([extra])
+    meanwhile = live.search("肉じゃが")
+    assert meanwhile.preparing and meanwhile.stale and live.resident.generation == loaded
+    assert "nikujaga.txt" not in [name for name, _ in shown(meanwhile.results)]
+
+    gate.touch()
+    wait_for(live.maker)
+    after = live.search("肉じゃが")
+    assert not after.preparing and not after.stale and live.resident.generation != loaded
+    assert shown(after.results)[0][0] == "nikujaga.txt"
+
+
+def test_writing_ends_the_child_and_a_failure_is_searched_in_the_file(large: Path, embedder: Embedder,
+                                                                       tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ArraysMaker, "command", gated(tmp_path / "never"))
+    live = LiveIndex(large, embedder)
+    assert live.search(QUESTION).preparing
+    with live.writing():  # the child's reader would keep this writer out
+        assert not live.maker.running()
+
+    def failing(self: ArraysMaker) -> list[str]:
+        return [sys.executable, "-c", "import sys; print('no space left on device', file=sys.stderr); sys.exit(1)"]
+
+    monkeypatch.setattr(ArraysMaker, "command", failing)
+    live.search(QUESTION)
+    wait_for(live.maker)
+    answer = live.search(QUESTION)
+    assert live.unwritable == "no space left on device" and answer.results and not answer.preparing
+    assert live.resident.arrays is None
