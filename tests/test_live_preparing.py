@@ -30,7 +30,7 @@ def gated(gate: Path):
 
     def command(self: ArraysMaker) -> list[str]:
         wait = f"import pathlib, time\nwhile not pathlib.Path({str(gate)!r}).exists(): time.sleep(0.05)\n"
-        make = "import sys; from oboyu.search.preparing import make_in_this_process as m; sys.exit(m(pathlib.Path(sys.argv[1])))"
+        make = "import sys; from oboyu.search.preparing import make_in_this_process as m; sys.exit(m(sys.argv[1]))"
         return [sys.executable, "-c", wait + make, str(self.db_path)]
 
     return command

@@ -34,6 +34,10 @@ from oboyu.paths import is_within
 # chunks a batch at a time peaked at 687 MB, 447 MB with this cap. Set for the whole connection
 # it made a large DELETE fail for want of memory, so only the checkpoint gets it.
 CHECKPOINT_MEMORY_LIMIT = "64MB"
+# A reader's buffer pool kept what it scanned: a one-shot hybrid query over a million passages'
+# tables (every vector read) peaked at 3.1 GB, 0.8 GB with this cap, with the same results and
+# less CPU (python -m benchmarks.scale.archive measure). Readers only: see the checkpoint's above.
+READ_MEMORY_LIMIT = "512MB"
 _log = logging.getLogger(__name__)
 
 
@@ -69,7 +73,10 @@ class Store(RootTable):
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
+            config: dict[str, str | bool | int | float | list[str]] = {}
+            if self.read_only:
+                config["memory_limit"] = READ_MEMORY_LIMIT
+            con = duckdb.connect(str(self.path), read_only=self.read_only, config=config)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise IndexBusyError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
@@ -79,6 +86,7 @@ class Store(RootTable):
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         except duckdb.Error as exc:
             raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
+        return _quiet(con)
 
     @classmethod
     def open_writer(cls, path: Path, wait_seconds: float = 60.0) -> Store:
@@ -93,7 +101,7 @@ class Store(RootTable):
         same process reads the committed state while the writer works (DuckDB refuses a second,
         read-only connection to a file this process already has open for writing)."""
         reader = cls.__new__(cls)
-        reader.path, reader.read_only, reader.con = writer.path, True, writer.con.cursor()
+        reader.path, reader.read_only, reader.con = writer.path, True, _quiet(writer.con.cursor())
         return reader
 
     def close(self) -> None:
@@ -449,6 +457,12 @@ class Store(RootTable):
         """The one number a query gives (0 for NULL)."""
         row = self.con.execute(sql).fetchone()
         return int(row[0] or 0) if row else 0
+
+
+def _quiet(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """No progress bar of DuckDB's own on stderr (long scans drew one): ours says what runs."""
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def open_for_reading(path: Path, wait_seconds: float = 3.0, on_wait: Callable[[], None] | None = None) -> Store:

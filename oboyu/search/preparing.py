@@ -50,7 +50,9 @@ class ArraysMaker:
                                          stderr=self._errors)
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "oboyu.search.preparing", str(self.db_path)]
+        # not `-m`: the package imports this module first, which runpy warns of
+        make = "import sys; from oboyu.search.preparing import make_in_this_process as m; sys.exit(m(sys.argv[1]))"
+        return [sys.executable, "-c", make, str(self.db_path)]
 
     def collect(self) -> str | None:
         """Why the ended child made nothing (its last line on stderr), or None when it made them."""
@@ -87,7 +89,7 @@ def _lower_priority() -> None:
             pass
 
 
-def make_in_this_process(db_path: Path) -> int:
+def make_in_this_process(db_path: Path | str) -> int:
     """The child's work: the arrays of the index's current generation; 0 when made, 1 with one
     line on stderr when not."""
     from oboyu.errors import OboyuError, first_line
@@ -96,13 +98,9 @@ def make_in_this_process(db_path: Path) -> int:
 
     _lower_priority()
     try:
-        with open_for_reading(db_path) as store:
+        with open_for_reading(Path(db_path)) as store:
             arrays_of(store)
     except (OboyuError, OSError) as error:
         print(first_line(error), file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(make_in_this_process(Path(sys.argv[1])))
