@@ -5,6 +5,7 @@ held at a gate (a file the test creates) so that nothing depends on how fast it 
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import time
@@ -127,3 +128,40 @@ def test_writing_ends_the_child_and_a_failure_is_searched_in_the_file(large: Pat
     answer = live.search(QUESTION)
     assert live.unwritable == "no space left on device" and answer.results and not answer.preparing
     assert live.resident.arrays is None
+
+
+def test_the_app_says_it_is_preparing_and_then_stops_saying_so(large: Path, embedder: Embedder, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from oboyu.tui.app import OboyuApp
+    from oboyu.tui.status import StatusBar
+    from oboyu.tui.widgets import ResultList
+
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(ArraysMaker, "command", gated(gate))
+
+    async def run() -> None:
+        app = OboyuApp(large, embedder)
+        async with app.run_test(size=(120, 30)) as pilot:
+
+            async def until(condition) -> None:
+                for _ in range(2400):
+                    if condition():
+                        return
+                    await pilot.pause(0.05)
+                raise AssertionError("timed out")
+
+            def status() -> str:
+                return str(app.query_one(StatusBar).render())
+
+            await pilot.press(*"カレー")
+            await until(lambda: app.shown is not None and app.shown.query == "カレー")
+            assert app.preparing and "preparing fast search" in status()
+            assert Path(app.query_one(ResultList).results[0].path).name == "curry.txt"
+            gate.touch()
+            await until(lambda: not app.live.maker.running())
+            await pilot.press(*"の作り方")
+            await until(lambda: app.shown is not None and app.shown.query == "カレーの作り方")
+            await until(lambda: not app.preparing)
+            assert "preparing" not in status() and app.live.resident.arrays is not None
+
+    asyncio.run(run())
