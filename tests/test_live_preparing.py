@@ -116,8 +116,11 @@ def test_writing_ends_the_child_and_a_failure_is_searched_in_the_file(large: Pat
     monkeypatch.setattr(ArraysMaker, "command", gated(tmp_path / "never"))
     live = LiveIndex(large, embedder)
     assert live.search(QUESTION).preparing
+    assert live.maker._process is not None
+    half_made = homes(large)[0] / f".building-{live.maker._process.pid}-0a1b2c3d"
+    half_made.mkdir(parents=True)
     with live.writing():  # the child's reader would keep this writer out
-        assert not live.maker.running()
+        assert not live.maker.running() and not half_made.exists()
 
     def failing(self: ArraysMaker) -> list[str]:
         return [sys.executable, "-c", "import sys; print('no space left on device', file=sys.stderr); sys.exit(1)"]

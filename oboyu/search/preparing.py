@@ -15,11 +15,14 @@ half-way leaves a folder the next one removes (`arrays_cache`).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import IO
+
+from oboyu.index.arrays import homes
 
 BACKGROUND_FROM_ROWS = 50_000  # passages; OBOYU_BACKGROUND_ARRAYS_FROM lowers it (tests)
 
@@ -68,7 +71,9 @@ class ArraysMaker:
         return lines[-1] if lines else f"the process making them ended with status {process.returncode}"
 
     def stop(self) -> None:
-        """End a running child (its work is about to be out of date, or its owner leaves)."""
+        """End a running child (its work is about to be out of date, or its owner leaves), and
+        remove what it left half-made: the next build would leave it for a day on Windows, where
+        whether a process still runs cannot be asked (`arrays_cache`)."""
         if self.running():
             assert self._process is not None
             self._process.terminate()
@@ -77,6 +82,9 @@ class ArraysMaker:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+            for base in homes(self.db_path):
+                for left in base.glob(f".building-{self._process.pid}-*"):
+                    shutil.rmtree(left, ignore_errors=True)
         self.collect()
 
 
