@@ -67,6 +67,27 @@ def preview_text(app: OboyuApp) -> str:
     return str(app.query_one("#preview-text").render())
 
 
+def test_arrows_in_a_preview_that_all_fits_leave_the_selection(db: Path, embedder: Embedder) -> None:
+    """A trial pressed ↓ in a short preview: the selection moved and the preview changed under it."""
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await type_query(pilot, "カレーの作り方")
+            await until(pilot, lambda: "飴色" in preview_text(app))
+            await pilot.press("enter")
+            preview, results = app.query_one(Preview), app.query_one(ResultList)
+            assert app.focused is preview and not preview.allow_vertical_scroll
+            chosen = results.highlighted
+            for key in ("down", "pagedown", "up", "pageup"):
+                await pilot.press(key)
+                assert results.highlighted == chosen and app.focused is preview, key
+            await pilot.press("escape", "down")  # from the search box ↓ still moves it
+            assert results.highlighted != chosen
+
+    asyncio.run(run())
+
+
 def test_typing_shows_the_expected_file_first_and_its_passage_in_the_preview(db: Path, embedder: Embedder) -> None:
     async def run() -> None:
         app = OboyuApp(db, embedder)

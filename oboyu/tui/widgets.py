@@ -185,6 +185,24 @@ class Preview(VerticalScroll, can_focus=True):
         self.border_title = ""
         self.query_one("#preview-text", Static).update(Text(message, style="dim"))
 
+    # ↑ ↓ PgUp PgDn on a preview that all fits do nothing: Textual passes them on to the app,
+    # whose same keys moved the selection and so changed the preview under the reader
+    def action_scroll_down(self) -> None:
+        if self.allow_vertical_scroll:
+            self.scroll_down()
+
+    def action_scroll_up(self) -> None:
+        if self.allow_vertical_scroll:
+            self.scroll_up()
+
+    def action_page_down(self) -> None:
+        if self.allow_vertical_scroll:
+            self.scroll_page_down()
+
+    def action_page_up(self) -> None:
+        if self.allow_vertical_scroll:
+            self.scroll_page_up()
+
 
 class QueryInput(Input):
     """The search box. A pasted paragraph becomes one line, its lines joined by spaces (a plain
