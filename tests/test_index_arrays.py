@@ -383,3 +383,19 @@ def test_with_nowhere_to_write_them_long_lived_searches_use_the_index_file(tmp_p
         fill(store, crowded_vectors(rng, 4), ["語"], rng)
     again = live.search("語", Mode.KEYWORD, k=3)
     assert live.unwritable is None and live.resident.arrays is not None and again.results
+
+
+def test_encoding_in_pieces_equals_encoding_at_once() -> None:
+    """encode_rows bounds its float64 temporaries by working ENCODE_ROWS rows at a time."""
+    from oboyu.index.arrays_build import ENCODE_ROWS, _encoded, encode_rows
+
+    rng = np.random.default_rng(3)
+    rows = 2 * ENCODE_ROWS + 5
+    vectors = rng.normal(size=(rows, 16)).astype(np.float32)
+    embedded = rng.random(rows) > 0.1
+    centre = vectors.mean(axis=0)
+    pieces, whole = encode_rows(vectors, centre, embedded), _encoded(vectors, centre, embedded)
+    assert pieces.keys() == whole.keys()
+    for name in whole:
+        assert np.array_equal(pieces[name], whole[name]), name
+    assert len(encode_rows(vectors[:0], centre, embedded[:0])["codes"]) == 0

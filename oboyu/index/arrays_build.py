@@ -28,6 +28,9 @@ from oboyu.index.store import Store
 SLICE = 65_536  # rows a read
 BUILD_MEMORY = "512MB"  # DuckDB's memory limit while it reads every table once
 TERM_SLICES = 16  # the postings are read in this many runs of terms
+# rows encoded or summed at once in float64: a slice's worth at once (65,536 rows) made ~1 GB of
+# temporaries, which set the peak of the whole build (1.86 GB at a million passages)
+ENCODE_ROWS = 8_192
 
 
 def scan_model(dim: int) -> bytes:
@@ -99,7 +102,13 @@ def write_documents(con: duckdb.DuckDBPyConnection, folder: Path) -> list[list]:
 
 def encode_rows(vectors: np.ndarray, centre: np.ndarray, embedded: np.ndarray) -> dict[str, np.ndarray]:
     """The int8 codes of these rows' residuals from `centre` (zero where not embedded), each
-    row's scale, code sum, residual norm and code error."""
+    row's scale, code sum, residual norm and code error; ENCODE_ROWS at a time."""
+    parts = [_encoded(vectors[start:start + ENCODE_ROWS], centre, embedded[start:start + ENCODE_ROWS])
+             for start in range(0, len(vectors), ENCODE_ROWS)] or [_encoded(vectors, centre, embedded)]
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _encoded(vectors: np.ndarray, centre: np.ndarray, embedded: np.ndarray) -> dict[str, np.ndarray]:
     residual = vectors.astype(np.float64) - centre
     residual[~embedded] = 0.0
     step = np.abs(residual).max(axis=1) / CODE_LIMIT
@@ -203,9 +212,10 @@ def _vectors(con, folder: Path, ids: np.ndarray, dim: int) -> None:
             if len(at):
                 block[at - start] = np.stack(list(found["vector"]))
                 embedded[at] = True
-                wide = block[at - start].astype(np.float64)
-                total += wide.sum(axis=0)
-                square += wide.T @ wide
+                for first in range(0, len(at), ENCODE_ROWS):
+                    wide = block[at[first:first + ENCODE_ROWS] - start].astype(np.float64)
+                    total += wide.sum(axis=0)
+                    square += wide.T @ wide
                 count += len(at)
             vectors.write_at(start * width, block)
     np.save(folder / "embedded.npy", embedded)
