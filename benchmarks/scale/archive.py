@@ -19,7 +19,7 @@ about a minute per million passages on 2 cores.
     medians over --rounds runs of different queries;
   - `oboyu query --stdin` (the loop the app and MCP share): seconds to the first answer, then
     each further query's latency (p50, p95) and the resident memory after the last, with its
-    peak (VmHWM); twice: first after a change (the index's search arrays removed: from 50,000
+    peak (VmHWM) and the part of it that is not mapped files (RssAnon); twice: first after a change (the index's search arrays removed: from 50,000
     passages they are made beside the process while it answers in the index file, and the
     figures say when they were ready and how long the first few answers took before that), then as every
     later start finds them;
@@ -118,11 +118,14 @@ def one_shot(db: Path, query: str, mode: Mode) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _memory(pid: int) -> tuple[float, float]:
-    """Resident and peak resident MB of a running process."""
+def _memory(pid: int) -> tuple[float, float, float]:
+    """Resident, peak resident and anonymous resident MB of a running process (the rest of
+    what is resident is pages of files it maps, the arrays and the graph: the system's cache,
+    given back under pressure)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    field = {line.split(":")[0]: line.split()[1] for line in status.splitlines() if line.startswith(("VmRSS", "VmHWM"))}
-    return int(field["VmRSS"]) / 1024, int(field["VmHWM"]) / 1024
+    field = {line.split(":")[0]: line.split()[1] for line in status.splitlines()
+             if line.startswith(("VmRSS", "VmHWM", "RssAnon"))}
+    return int(field["VmRSS"]) / 1024, int(field["VmHWM"]) / 1024, int(field["RssAnon"]) / 1024
 
 
 def _arrays_made(db: Path) -> bool:
@@ -164,12 +167,12 @@ def warm_loop(db: Path, queries: list[str]) -> dict:
             figures["arrays_ready_s"] = round(time.perf_counter() - started, 1)
             figures["meanwhile_p50_ms"] = round(statistics.median(meanwhile), 1)
         rest = [1000 * ask(query) for query in queries[1:]]
-        resident, peak = _memory(process.pid)
+        resident, peak, anonymous = _memory(process.pid)
     finally:
         process.stdin.close()
         process.wait()
     return {**figures, "p50_ms": round(statistics.median(rest), 1), "p95_ms": round(harness.p95(rest), 1),
-            "resident_mb": round(resident), "peak_mb": round(peak)}
+            "resident_mb": round(resident), "peak_mb": round(peak), "anonymous_mb": round(anonymous)}
 
 
 def _one_shots(db: Path, queries: list[str], figures: dict, suffix: str) -> None:
