@@ -19,10 +19,10 @@ about a minute per million passages on 2 cores.
     medians over --rounds runs of different queries;
   - `oboyu query --stdin` (the loop the app and MCP share): seconds to the first answer, then
     each further query's latency (p50, p95) and the resident memory after the last, with its
-    peak (VmHWM) and the part of it that is not mapped files (RssAnon); twice: first after a change (the index's search arrays removed: from 50,000
-    passages they are made beside the process while it answers in the index file, and the
-    figures say when they were ready and how long the first few answers took before that), then as every
-    later start finds them;
+    peak (VmHWM) and the part of it that is not mapped files (RssAnon); twice: first after a
+    change (the index's search arrays removed: from 50,000 passages they are made beside the
+    process while it answers in the index file, and the figures say when they were ready and
+    how long the first few answers took before that), then as every later start finds them;
   - `oboyu status` wall seconds; the index's size on disk, its arrays', and its passage count.
 The queries are the source's passages' first words (--queries of them), so every one has a match.
 
