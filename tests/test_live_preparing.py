@@ -6,6 +6,7 @@ held at a gate (a file the test creates) so that nothing depends on how fast it 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sys
 import time
@@ -168,3 +169,40 @@ def test_the_app_says_it_is_preparing_and_then_stops_saying_so(large: Path, embe
             assert "preparing" not in status() and app.live.resident.arrays is not None
 
     asyncio.run(run())
+
+
+def test_a_first_start_answers_from_an_older_generations_arrays(large: Path, embedder: Embedder, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`oboyu index` stopped before it made the arrays of what it wrote: the last generation's
+    folder is still there, and answers (as the last loaded state) while the new ones are made."""
+    from oboyu.index.arrays import META
+    from oboyu.index.arrays_cache import arrays_of, last_made_arrays
+
+    with Store(large, read_only=True) as store:
+        older = arrays_of(store).generation
+    extra = tmp_path / "more"
+    extra.mkdir()
+    (extra / "nikujaga.txt").write_text("肉じゃがの作り方\n\nじゃがいもと牛肉を甘辛く煮る。\n", encoding="utf-8")
+    with Store(large) as store:
+        Indexer(store, embedder).index([extra])
+    with Store(large, read_only=True) as store:
+        kept = last_made_arrays(store)
+        assert kept is not None and kept.generation == older
+        meta = json.loads((kept.folder / META).read_text())
+        (kept.folder / META).write_text(json.dumps({**meta, "model_id": "another-model"}))
+        assert last_made_arrays(store) is None  # another model's vectors: never answered from
+        (kept.folder / META).write_text(json.dumps(meta))
+    gate = tmp_path / "gate"
+    monkeypatch.setattr(ArraysMaker, "command", gated(gate))
+    live = LiveIndex(large, embedder)
+
+    first = live.search("肉じゃが")
+    assert first.preparing and first.stale and live.resident.generation == older
+    assert "nikujaga.txt" not in [name for name, _ in shown(first.results)]
+    assert shown(live.search(QUESTION).results)[0][0] == "curry.txt"
+
+    gate.touch()
+    wait_for(live.maker)
+    after = live.search("肉じゃが")
+    assert not after.stale and not after.preparing and live.resident.generation != older
+    assert shown(after.results)[0][0] == "nikujaga.txt"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from oboyu.errors import ArraysUnwritableError, OboyuError
 from oboyu.index.arrays import IndexArrays, homes, open_arrays
-from oboyu.index.arrays_build import build_arrays
+from oboyu.index.arrays_build import build_arrays, schema_version
 from oboyu.index.arrays_update import update_arrays
 from oboyu.index.store import Store
 
@@ -75,6 +75,17 @@ def made_arrays(store: Store) -> IndexArrays | None:
     for base in homes(store.path) if generation else []:
         found = open_arrays(base / generation)
         if found is not None and found.generation == generation:
+            return found
+    return None
+
+
+def last_made_arrays(store: Store) -> IndexArrays | None:
+    """The newest arrays of an older generation of this index, made by the same model and schema:
+    what a long-lived process that has loaded nothing answers from, as the last loaded state,
+    while the current generation's are made (`oboyu.search.preparing`)."""
+    for base in homes(store.path):
+        found = _older(base) if base.is_dir() else None
+        if found is not None and found.model_id == store.model_id() and found.schema == schema_version(store):
             return found
     return None
 

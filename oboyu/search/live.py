@@ -8,7 +8,8 @@ while it is open, readers read the committed state through a cursor of it. The a
 takes it for each batch's write only, so other processes read between batches.
 
 A large index's search arrays are made beside the process (`preparing`) while it answers from
-the arrays it last loaded, or in the index file when it has none yet.
+the arrays it last loaded (or, at its start, an older generation's kept beside the index), or in
+the index file when there are none.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ class LiveIndex:
                 if self._large_and_unmade(store):
                     self.maker.start()
                     self.unwritable, self._seen = None, signature
+                    self.resident.open_last(store)  # a first start answers from an older generation's, if kept
                     return self.resident.generation is None
                 self.resident.refresh(store)
             self.unwritable = None

@@ -17,7 +17,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.arrays import IndexArrays
 from oboyu.index.arrays_ann import CANDIDATES as ANN_CANDIDATES
 from oboyu.index.arrays_ann import Neighbours
-from oboyu.index.arrays_cache import arrays_of, made_arrays
+from oboyu.index.arrays_cache import arrays_of, last_made_arrays, made_arrays
 from oboyu.index.records import Root, SearchHit
 from oboyu.index.store import Store
 from oboyu.search.filters import Filters
@@ -46,6 +46,16 @@ class ResidentIndex:
             self._open(arrays_of(store))
         self.folders = {root.path: root for root in store.roots()}
         return self
+
+    def open_last(self, store: Store) -> bool:
+        """Open an older generation's arrays (`last_made_arrays`) when nothing is open: the last
+        loaded state, answered from while the current generation's are made. False when none."""
+        arrays = last_made_arrays(store) if self.arrays is None else None
+        if arrays is None:
+            return False
+        self._open(arrays)
+        self.folders = {root.path: root for root in store.roots()}
+        return True
 
     @classmethod
     def if_made(cls, store: Store) -> ResidentIndex | None:
