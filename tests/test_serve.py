@@ -46,7 +46,9 @@ def served(server: tuple[dict, subprocess.Popen]) -> dict:
 
 
 def start_server(env: dict) -> subprocess.Popen:
-    server = subprocess.Popen([sys.executable, "-m", "oboyu.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    # Ctrl+C as a person gives it: a shell's background job (a CI run started with &) ignores it
+    server = subprocess.Popen([sys.executable, "-m", "oboyu.cli", "serve"], env=env, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     line = server.stderr.readline()  # the model loads first
     assert "oboyu: serving" in line, line + server.stderr.read()
     return server
