@@ -19,7 +19,7 @@ from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import Mode
 from oboyu.paths import disk_path
-from oboyu.search.confidence import gather, model_for, reference_for
+from oboyu.search.confidence import Model, gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
@@ -28,7 +28,10 @@ from oboyu.text import query_text
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
-ORDER_DEPTH = 10  # files whose confidence is weighed: the first result does not depend on -k
+# files whose confidence is weighed whatever -k, those shown by default first: a user trial's
+# answer (confidence 0.045, the best) was the fusion's 20th file, so `-k 10` hid it and `-k 20`
+# showed it second; 30 costs no collection anything (docs/decisions.md)
+ORDER_DEPTH = 30
 FILE_LEGS = ("lead", "lead_words")
 
 
@@ -195,7 +198,7 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     good_match = any(confidences[cid] >= judges[cid].threshold for cid, _ in chosen)
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
-        chosen = with_confidence(chosen, confidences)
+        chosen = shown_first(with_confidence(chosen, confidences), judges, confidences, good_match)
     results = []
     folders = ranker.folders_of(list(dict.fromkeys(hits[cid].path for cid, _ in chosen[:k])))
     for rank, (cid, score) in enumerate(chosen[:k], start=1):
@@ -239,6 +242,11 @@ def with_confidence(chosen: Scores, confidences: dict[str, float], fusion: Fusio
     """The fused results ordered by their score plus the fusion's share of their confidence."""
     scored = [(cid, score + fusion.confidence_share * confidences[cid]) for cid, score in chosen]
     return sorted(scored, key=lambda item: -item[1])
+
+
+def shown_first(chosen: Scores, judges: dict[str, Model], confidences: dict[str, float], good_match: bool) -> Scores:
+    """The results shown by default (not weak) before those left out, each part in its order."""
+    return sorted(chosen, key=lambda item: judges[item[0]].weak(confidences[item[0]], good_match))
 
 
 def _rounded(value: float | None) -> float | None:
