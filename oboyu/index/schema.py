@@ -32,7 +32,7 @@ class Store(Protocol):
 
     def unique_root_name(self, base: str) -> str: ...
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -120,9 +120,17 @@ def migrate_to_8(store: Store) -> None:
     store.con.execute(_DESCRIPTION)
 
 
+def migrate_to_9(store: Store) -> None:
+    """The keyword index made anew: English words are stemmed by Snowball's English stemmer
+    (meetings met meeting no more: the stemmer before removed one ending only)."""
+    store.con.execute("DELETE FROM kw_postings")
+    store.con.execute("DELETE FROM kw_lengths")
+    _index_keywords(store)
+
+
 MIGRATIONS: dict[int, Callable[[Store], None]] = {
     2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
-    8: migrate_to_8,
+    8: migrate_to_8, 9: migrate_to_9,
 }
 
 
