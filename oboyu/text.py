@@ -75,6 +75,20 @@ def query_text(text: str) -> str:
     return _CONTROLS.sub(" ", _ESCAPES.sub(" ", valid_text(text))).strip()
 
 
+def calm_capitals(text: str) -> str:
+    """A query typed in capital letters throughout (WHAT'S THE WIFI PASSWORD), as the embedding
+    model is to read it: in lower case. The model is cased: a user trial's shouted question found
+    its answer at confidence 0.23, against 0.89 typed in lower case. Left as typed: any lower-case
+    letter, any letter that is not Latin (kana, kanji: `LANG と LC_ALL`), fewer than three words
+    (NISA, `HR VISA`: names and acronyms)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters or any(c.islower() or not c.isascii() for c in letters):
+        return text
+    if sum(any(c.isalpha() for c in word) for word in text.split()) < 3:
+        return text
+    return text.lower()
+
+
 # MeCab (fugashi 1.x, unidic) crashed the process (a segmentation fault) on one unknown word of
 # 250,000 letters (a pasted query): it is given pieces of at most this many characters
 MECAB_PIECE_CHARS = 10_000

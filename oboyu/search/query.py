@@ -24,7 +24,7 @@ from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
-from oboyu.text import query_text
+from oboyu.text import calm_capitals, query_text
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
@@ -154,7 +154,7 @@ def search(
                 "run `oboyu index` again to re-embed it"
             )
     terms = query_words(query)  # once: for the keyword leg and for every snippet
-    vector = embedder.embed_queries([query])[0] if embedder is not None and mode.uses_vectors else None
+    vector = query_vector(embedder, query) if embedder is not None and mode.uses_vectors else None
     legs = rank_chunks(ranker, embedder, query, terms, max(CANDIDATES, k * 3), filters, mode, vector)
     rarity = ranker.term_rarity(terms)  # after the keyword leg, which SQL ranking reads it with
     full_match = best_bm25(rarity)
@@ -259,6 +259,11 @@ def _merged(*pools: Scores) -> Scores:
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
+def query_vector(embedder: Embedder, query: str) -> np.ndarray:
+    """The query's vector; one typed in capitals throughout is read in lower case (`calm_capitals`)."""
+    return embedder.embed_queries([calm_capitals(query)])[0]
+
+
 def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: list[str], n: int,
                 filters: Filters | None, mode: Mode, vector: np.ndarray | None = None) -> dict[str, Scores]:
     """Each leg's n best chunks for the mode (the caller has checked the model); `vector`: the
@@ -267,7 +272,7 @@ def rank_chunks(ranker: Ranker, embedder: Embedder | None, query: str, terms: li
     if mode.uses_vectors:
         assert embedder is not None
         if vector is None:
-            vector = embedder.embed_queries([query])[0]
+            vector = query_vector(embedder, query)
         legs["vector"] = ranker.vector_scores(vector, n, filters)
         if mode is Mode.HYBRID:
             legs["lead"] = ranker.vector_scores(vector, n, filters, leads_only=True)
