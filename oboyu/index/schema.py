@@ -123,9 +123,7 @@ def migrate_to_8(store: Store) -> None:
 def migrate_to_9(store: Store) -> None:
     """The keyword index made anew: English words are stemmed by Snowball's English stemmer
     (meetings met meeting no more: the stemmer before removed one ending only)."""
-    store.con.execute("DELETE FROM kw_postings")
-    store.con.execute("DELETE FROM kw_lengths")
-    _index_keywords(store)
+    migrate_to_6(store)
 
 
 MIGRATIONS: dict[int, Callable[[Store], None]] = {

@@ -47,15 +47,13 @@ class ResidentIndex:
         self.folders = {root.path: root for root in store.roots()}
         return self
 
-    def open_last(self, store: Store) -> bool:
-        """Open an older generation's arrays (`last_made_arrays`) when nothing is open: the last
-        loaded state, answered from while the current generation's are made. False when none."""
+    def open_last(self, store: Store) -> None:
+        """Open an older generation's arrays (`last_made_arrays`), if kept, when nothing is open:
+        the last loaded state, answered from while the current generation's are made."""
         arrays = last_made_arrays(store) if self.arrays is None else None
-        if arrays is None:
-            return False
-        self._open(arrays)
-        self.folders = {root.path: root for root in store.roots()}
-        return True
+        if arrays is not None:
+            self._open(arrays)
+            self.folders = {root.path: root for root in store.roots()}
 
     @classmethod
     def if_made(cls, store: Store) -> ResidentIndex | None:
