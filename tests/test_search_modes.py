@@ -174,6 +174,31 @@ def test_an_older_index_is_upgraded_on_first_open_even_for_reading(tmp_path: Pat
         assert store.integrity_problems() == []
 
 
+def test_schema_8s_keyword_index_is_made_anew_a_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version 8 stemmed English by one ending (meetings -> meeting, meeting -> meet): the
+    upgrade analyses every stored passage again, a few at a time."""
+    from oboyu.documents.keywords import stem, term_counts
+    from oboyu.index import schema
+    from oboyu.index.records import keyword_text
+
+    monkeypatch.setattr(schema, "KEYWORD_BATCH", 2)
+    path = tmp_path / "v8.duckdb"
+    texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "renewing"]
+    with Store(path) as store:
+        store.set_model("test-model", 4)
+        add_document(store, "/corpus/a.txt", [(text, {"meeting": 1}) for text in texts])  # as version 8 kept them
+        store.con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    with Store(path, read_only=True) as store:
+        postings = store.con.execute("SELECT chunk_id, term, tf FROM kw_postings").fetchall()
+        lengths = store.con.execute("SELECT count(*) FROM kw_lengths").fetchone()
+    held: dict[str, dict[str, int]] = {}
+    for cid, term, tf in postings:
+        held.setdefault(cid, {})[term] = tf
+    assert held == {f"/corpus/a.txt#{i}": dict(term_counts(keyword_text(None, "", text))) for i, text in enumerate(texts)}
+    assert lengths == (len(texts),)
+    assert stem("meetings") in held["/corpus/a.txt#0"] and stem("meeting") in held["/corpus/a.txt#1"]
+
+
 def test_an_index_from_a_newer_oboyu_is_refused_with_a_reason(tmp_path: Path) -> None:
     path = tmp_path / "new.duckdb"
     with Store(path) as store:

@@ -69,11 +69,18 @@ def migrate_to_2(store: Store) -> None:
     _index_keywords(store)
 
 
+KEYWORD_BATCH = 4096  # chunks re-analysed at a time, not every passage's text and terms held at once
+
+
 def _index_keywords(store: Store) -> None:
-    rows = store.con.execute(
-        "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
-    ).fetchall()
-    store.insert_keywords([(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows])
+    """Every chunk's keyword terms from its stored text, a batch of chunks at a time, in id order."""
+    after = ""
+    while rows := store.con.execute(
+        "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
+        "WHERE c.id > ? ORDER BY c.id LIMIT ?", [after, KEYWORD_BATCH]
+    ).fetchall():
+        store.insert_keywords([(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows])
+        after = rows[-1][0]
 
 
 def migrate_to_3(store: Store) -> None:
