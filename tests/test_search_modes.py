@@ -374,4 +374,6 @@ def test_one_keyword_pass_gives_what_the_memory_ranker_gives(store: Store) -> No
 def test_an_age_is_said_in_words_singular_or_plural() -> None:
     from oboyu.search.filters import describe_age
 
-    assert describe_age("1d") == "1d: 1 day" and describe_age("3w") == "3w: 3 weeks"  # a trial: "1 days ago"
+    assert describe_age("1m") == "1m: 1 minute" and describe_age("3m") == "3m: 3 minutes"  # a trial: "1 days ago"
+    # said only where it may be misread (m is minutes, not months): a trial found "30 days ago" noise
+    assert [describe_age(v) for v in ("30d", "3w", "6mo", "90min", "2026-01-31")] == [None] * 5

@@ -196,9 +196,10 @@ def parse_time(value: str) -> int:
 
 
 def describe_age(value: str) -> str | None:
-    """`6m` -> "6m: 6 minutes", so that a person who meant months sees it; None for a date."""
+    """`6m` -> "6m: 6 minutes", so that a person who meant months sees it; None for a date, and
+    for a unit no one misreads (`30d` said "30 days ago" at every query: a user trial's noise)."""
     age = re.fullmatch(r"(\d+)\s*(min|mo|[mhdwy])", value.strip().lower())
-    if age is None:
+    if age is None or age.group(2) != "m":
         return None
     unit = AGE_NAMES[age.group(2)]
     return f"{value.strip()}: {age.group(1)} {unit.removesuffix('s') if int(age.group(1)) == 1 else unit}"
