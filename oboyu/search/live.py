@@ -136,12 +136,15 @@ class LiveIndex:
             return True
         try:
             with self.reading() as store:
-                if self._large_and_unmade(store):
-                    self.maker.start()
-                    self.unwritable, self._seen = None, signature
-                    self.resident.open_last(store)  # a first start answers from an older generation's, if kept
-                    return self.resident.generation is None
-                self.resident.refresh(store)
+                made = None
+                if self._moved_and_large(store):
+                    made = made_arrays(store)  # opened once: handed to the resident index below
+                    if made is None:
+                        self.maker.start()
+                        self.unwritable, self._seen = None, signature
+                        self.resident.open_last(store)  # a first start answers from an older generation's, if kept
+                        return self.resident.generation is None
+                self.resident.refresh(store, made)
             self.unwritable = None
         except IndexBusyError:
             if self.resident.generation is None:
@@ -156,11 +159,11 @@ class LiveIndex:
         self._seen = signature
         return True
 
-    def _large_and_unmade(self, store: Store) -> bool:
-        """Whether the store's generation needs arrays that take more than a moment to make."""
-        if (store.get_meta("generation") or "") == self.resident.generation:
-            return False
-        return store.counts()[1] >= background_from_rows() and made_arrays(store) is None
+    def _moved_and_large(self, store: Store) -> bool:
+        """Whether the store has a generation not loaded here, whose arrays, where not made yet,
+        take more than a moment to make."""
+        moved = (store.get_meta("generation") or "") != self.resident.generation
+        return moved and store.counts()[1] >= background_from_rows()
 
     def _in_file(self) -> bool:
         """Whether searches rank in the index file: no arrays can be made, or none are loaded

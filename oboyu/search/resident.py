@@ -39,11 +39,12 @@ class ResidentIndex:
         self._last_scores: tuple[bytes, str | None, tuple[np.ndarray, np.ndarray]] | None = None
         self._last_bm25: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
 
-    def refresh(self, store: Store) -> ResidentIndex:
-        """Reopen when the store has changed since the last load; the roots (a few rows: a
-        description changes without a new generation) are read every time."""
+    def refresh(self, store: Store, made: IndexArrays | None = None) -> ResidentIndex:
+        """Reopen when the store has changed since the last load (from `made`, its arrays when the
+        caller has opened them already); the roots (a few rows: a description changes without a
+        new generation) are read every time."""
         if (store.get_meta("generation") or "") != self.generation:
-            self._open(arrays_of(store))
+            self._open(made or arrays_of(store))
         self.folders = {root.path: root for root in store.roots()}
         return self
 

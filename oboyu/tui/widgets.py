@@ -4,6 +4,7 @@ made in preview.py; the status bar is in status.py)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Group
@@ -187,21 +188,21 @@ class Preview(VerticalScroll, can_focus=True):
 
     # ↑ ↓ PgUp PgDn on a preview that all fits do nothing: Textual passes them on to the app,
     # whose same keys moved the selection and so changed the preview under the reader
-    def action_scroll_down(self) -> None:
+    def _scroll_if_it_can(self, move: Callable[[], object]) -> None:
         if self.allow_vertical_scroll:
-            self.scroll_down()
+            move()
+
+    def action_scroll_down(self) -> None:
+        self._scroll_if_it_can(self.scroll_down)
 
     def action_scroll_up(self) -> None:
-        if self.allow_vertical_scroll:
-            self.scroll_up()
+        self._scroll_if_it_can(self.scroll_up)
 
     def action_page_down(self) -> None:
-        if self.allow_vertical_scroll:
-            self.scroll_page_down()
+        self._scroll_if_it_can(self.scroll_page_down)
 
     def action_page_up(self) -> None:
-        if self.allow_vertical_scroll:
-            self.scroll_page_up()
+        self._scroll_if_it_can(self.scroll_page_up)
 
 
 class QueryInput(Input):
