@@ -176,7 +176,7 @@ def test_an_index_of_schema_7_is_upgraded(indexed: Indexed, tmp_path: Path, oboy
     status = json.loads(run_oboyu(indexed.env, "status", "--json", "--db", str(old)).stdout)  # read-only: upgraded first
     assert {r["name"]: r["description"] for r in status["roots"]} == {"notes": None, "garden": None}
     with Store(old, read_only=True) as store:
-        assert store.get_meta("schema_version") == str(SCHEMA_VERSION) == "9"
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION) == "10"
         assert store.integrity_problems() == []
     with Store(old) as store:
         store.describe_root(store.roots_named(["notes"])[0], "upgraded")

@@ -32,3 +32,31 @@ def test_a_querys_english_function_words_are_not_its_terms() -> None:
     assert query_words("the who") == ["the", "who"]
     assert query_words("会議の議事録をまとめる方法") == words("会議の議事録をまとめる方法")
     assert term_counts("how to file it")[stem("to")] == 1
+
+
+def test_latin_words_joined_by_hyphens_are_also_one_word() -> None:
+    """A Japanese note's Wi-Fi was not found by wifi, WiFi or ワイファイ (MeCab splits it at the
+    hyphen), nor e-mail by email. The parts stay, so that apt get still finds apt-get."""
+    from oboyu.documents.keywords import match_spans, term_counts
+
+    assert words("Wi-Fiのパスワード") == ["wi", "fi", "wifi", "ぱすわーど"]
+    assert words("ＷＩ－ＦＩ") == ["wi", "fi", "wifi"]  # full width, as NFKC reads it
+    assert {"wifi"} <= set(words("WiFi")) and {"wifi"} <= set(words("ワイファイ"))
+    assert stem("email") in words("e-mail") and words("apt-get")[:2] == ["apt", "get"]
+    assert words("foo - bar") == ["foo", "bar"]  # a dash between spaced words joins nothing
+    assert words("Wi-Fi設定") == ["wi", "fi", "wifi", "設定"]
+    assert term_counts("Wi-Fi と Wi-Fi")["wifi"] == 2
+    # the highlight covers the whole compound, wherever the query's wifi came from
+    assert match_spans("家のWi-Fiは", {"wifi"}) == [(2, 7)]
+
+
+def test_a_one_kanji_word_is_marked_only_beside_another_match() -> None:
+    """A user trial: 日 of "前の日" was marked in 6月18日 and 6月14日, 代 of タクシー代 in 書籍代."""
+    from oboyu.documents.keywords import match_spans, query_words
+
+    def marked(text: str, query: str) -> list[str]:
+        return [text[a:b] for a, b in match_spans(text, set(query_words(query)))]
+
+    assert marked("費目: 書籍代 | 費目: タクシー代", "タクシー代は精算できる？") == ["タクシー代"]
+    assert marked("健診は6月18日です。前の晩から食べないこと。", "健診の前の日は何時から食べちゃだめ？") == ["健診", "食べ"]
+    assert marked("猫が好き。犬も。", "猫") == ["猫"]  # a query of one-kanji words marks them

@@ -122,6 +122,16 @@ def test_snippet_picks_the_matching_sentence_and_marks_the_words() -> None:
     assert [snippet[a:b] for a, b in spans] == ["絶対パス", "表示"]  # adjacent matches join
 
 
+def test_a_snippet_of_rows_shows_the_row_asked_about() -> None:
+    """A trial's spreadsheet passage (rows, one a line, no full stops) gave its first 200
+    characters as the snippet: the row asked about was cut off."""
+    rows = [f"row {n}: 日付: 2024-05-{n:02} | 費目: {item} | 金額: {n * 1100} | 氏名: 高橋 健太 | 備考: 客先訪問のため"
+            for n, item in enumerate(["書籍代", "文具", "会議費", "交通費", "書籍代", "タクシー代", "通信費"], 2)]
+    snippet, spans = make_snippet("\r\n".join(rows), "タクシー代", limit=120)
+    assert "費目: タクシー代" in snippet and "row 2:" not in snippet
+    assert [snippet[a:b] for a, b in spans] == ["タクシー代"]
+
+
 def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     coloured = highlight("find the Index here", [(9, 14)])
     assert "\x1b[" in coloured and click.unstyle(coloured) == "find the Index here"
@@ -174,20 +184,29 @@ def test_an_older_index_is_upgraded_on_first_open_even_for_reading(tmp_path: Pat
         assert store.integrity_problems() == []
 
 
-def test_schema_8s_keyword_index_is_made_anew_a_batch_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Version 8 stemmed English by one ending (meetings -> meeting, meeting -> meet): the
-    upgrade analyses every stored passage again, a few at a time."""
+@pytest.mark.parametrize("version", [5, 8, 9])
+def test_an_older_keyword_index_is_made_anew_once_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """Versions 6, 7, 9 and 10 each changed how words are analysed (version 8 stemmed English by
+    one ending: meetings -> meeting, meeting -> meet; version 9 split Wi-Fi only): the upgrade
+    analyses every stored passage again, a few at a time, once however many it crosses."""
     from oboyu.documents.keywords import stem, term_counts
     from oboyu.index import schema
     from oboyu.index.records import keyword_text
 
     monkeypatch.setattr(schema, "KEYWORD_BATCH", 2)
-    path = tmp_path / "v8.duckdb"
-    texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "renewing"]
+    passes = []
+    index_keywords = schema._index_keywords
+    monkeypatch.setattr(schema, "_index_keywords", lambda store: passes.append(1) or index_keywords(store))
+    path = tmp_path / "old.duckdb"
+    texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "Wi-Fiの設定"]
     with Store(path) as store:
         store.set_model("test-model", 4)
-        add_document(store, "/corpus/a.txt", [(text, {"meeting": 1}) for text in texts])  # as version 8 kept them
-        store.con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+        add_document(store, "/corpus/a.txt", [(text, {"meeting": 1}) for text in texts])  # as an old version kept them
+        if version < 8:
+            store.con.execute("ALTER TABLE roots DROP COLUMN description")
+        store.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     with Store(path, read_only=True) as store:
         postings = store.con.execute("SELECT chunk_id, term, tf FROM kw_postings").fetchall()
         lengths = store.con.execute("SELECT count(*) FROM kw_lengths").fetchone()
@@ -197,6 +216,8 @@ def test_schema_8s_keyword_index_is_made_anew_a_batch_at_a_time(tmp_path: Path, 
     assert held == {f"/corpus/a.txt#{i}": dict(term_counts(keyword_text(None, "", text))) for i, text in enumerate(texts)}
     assert lengths == (len(texts),)
     assert stem("meetings") in held["/corpus/a.txt#0"] and stem("meeting") in held["/corpus/a.txt#1"]
+    assert "wifi" in held["/corpus/a.txt#4"]
+    assert passes == [1]
 
 
 def test_an_index_from_a_newer_oboyu_is_refused_with_a_reason(tmp_path: Path) -> None:
@@ -262,6 +283,7 @@ def test_filters_apply_before_ranking(tmp_path: Path) -> None:
         assert found(3, types="md") == ["/notes/a.md", "/notes/old/b.md"]
         assert found(3, types="text") == ["/work/c.txt"]
         assert found(3, types="email") == ["/mail/Inbox"]  # a mailbox is mail
+        assert found(3, types="mail") == found(3, types="Email") == ["/mail/Inbox"]  # what people call it
         assert found(3, folders=[r.path for r in store.roots_named(["work"])]) == ["/work/c.txt"]
         assert found(3, folders=["/not"]) == []
         with pytest.raises(OboyuError, match="not an indexed folder"):

@@ -32,7 +32,7 @@ class Store(Protocol):
 
     def unique_root_name(self, base: str) -> str: ...
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _BASE = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -64,9 +64,8 @@ def create(store: Store) -> None:
 
 
 def migrate_to_2(store: Store) -> None:
-    """The keyword index, built from the stored chunk texts."""
+    """The keyword index's tables (filled from the stored chunk texts: KEYWORDS_MADE_ANEW)."""
     store.con.execute(_KEYWORDS)
-    _index_keywords(store)
 
 
 KEYWORD_BATCH = 4096  # chunks re-analysed at a time, not every passage's text and terms held at once
@@ -106,19 +105,9 @@ def migrate_to_5(store: Store) -> None:
     store.con.execute("UPDATE documents SET sha256 = '', mtime_ns = -1 WHERE file_type = 'html'")
 
 
-def migrate_to_6(store: Store) -> None:
-    """The keyword index made anew from the stored chunk texts: its words are now folded
-    (引越し and 引っ越し, コンピュータ and コンピューター, みーてぃんぐ and ミーティング meet)."""
-    store.con.execute("DELETE FROM kw_postings")
-    store.con.execute("DELETE FROM kw_lengths")
-    _index_keywords(store)
-
-
 def migrate_to_7(store: Store) -> None:
-    """The keyword index made anew: words the dictionary does not know gain their character
-    bigrams, so that a query finds such a compound by its parts. And the files whose content
-    cannot be indexed, remembered so that an update does not read them again."""
-    migrate_to_6(store)
+    """The files whose content cannot be indexed, remembered so that an update does not read
+    them again."""
     store.con.execute(_SKIPPED)
 
 
@@ -127,20 +116,34 @@ def migrate_to_8(store: Store) -> None:
     store.con.execute(_DESCRIPTION)
 
 
-def migrate_to_9(store: Store) -> None:
-    """The keyword index made anew: English words are stemmed by Snowball's English stemmer
-    (meetings met meeting no more: the stemmer before removed one ending only)."""
-    migrate_to_6(store)
+# Versions whose keyword analysis changed: the keyword index is made anew from the stored chunk
+# texts, once however many of these an upgrade crosses (the vectors stay).
+KEYWORDS_MADE_ANEW: dict[int, str] = {
+    2: "the keyword index, first made",
+    6: "words folded: 引越し and 引っ越し, コンピュータ and コンピューター, みーてぃんぐ and ミーティング meet",
+    7: "words the dictionary does not know gain their character bigrams, found by their parts",
+    9: "English words stemmed by Snowball's English stemmer: meetings meets meeting",
+    10: "Latin words joined by hyphens also indexed as one word: Wi-Fi meets wifi, e-mail email",
+}
+
+
+def _make_keywords_anew(store: Store) -> None:
+    store.con.execute("DELETE FROM kw_postings")
+    store.con.execute("DELETE FROM kw_lengths")
+    _index_keywords(store)
 
 
 MIGRATIONS: dict[int, Callable[[Store], None]] = {
-    2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6, 7: migrate_to_7,
-    8: migrate_to_8, 9: migrate_to_9,
+    2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 7: migrate_to_7, 8: migrate_to_8,
 }
 
 
 def migrate(store: Store, version: int) -> None:
     """Bring a file of `version` to SCHEMA_VERSION (the caller holds a transaction)."""
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        MIGRATIONS[target](store)
+    targets = range(version + 1, SCHEMA_VERSION + 1)
+    for target in targets:
+        if target in MIGRATIONS:
+            MIGRATIONS[target](store)
+    if any(target in KEYWORDS_MADE_ANEW for target in targets):
+        _make_keywords_anew(store)
     store.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
