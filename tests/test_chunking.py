@@ -47,7 +47,23 @@ def test_a_huge_line_is_cut_at_token_boundaries(embedder: Embedder) -> None:
     text = "あ" * 50_000 + "🍣" * 3000
     chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens).chunk(extract(text, "text"))
     assert "".join(c.text for c in chunks) == text
-    assert max(embedder.count_tokens([c.text for c in chunks])) <= MAX_TOKENS
+    counts = embedder.count_tokens([c.text for c in chunks])
+    # even pieces: a piece counted alone can take a token more, and was cut again into 440 and 1
+    assert max(counts) <= MAX_TOKENS and min(counts) >= MAX_TOKENS // 2
+
+
+def test_a_long_line_of_clauses_is_cut_between_them(embedder: Embedder) -> None:
+    """A user trial's one-line 96 KB log became 95 passages, 40 of them one to three characters
+    (値, 、, 09) that came first for any query, nonsense included."""
+    clauses = [f"項目{i}は値{i * 7}である" for i in range(3000)]
+    text = "ログ出力:" + "、".join(clauses) + "。最後に、金庫の暗証番号は4071です。"
+    chunks = Chunker(embedder.count_tokens, embedder.split_by_tokens).chunk(extract(text, "text"))
+    counts = embedder.count_tokens([c.text for c in chunks])
+    assert max(counts) <= MAX_TOKENS and min(counts) >= 32
+    assert all(text[c.start_char : c.end_char] == c.text for c in chunks)
+    assert all(c.text.endswith(("、", "。", "である")) for c in chunks)  # between clauses, never inside a word
+    assert all(a.start_char < b.start_char <= a.end_char for a, b in itertools.pairwise(chunks))  # nothing skipped
+    assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
 
 
 def test_line_numbers_with_classic_mac_line_ends(embedder: Embedder) -> None:
@@ -63,3 +79,11 @@ def test_a_file_of_headings_only_still_gets_a_chunk(embedder: Embedder) -> None:
     assert chunk.text == text[chunk.start_char : chunk.end_char] == "# 買い物リスト\n\n## 野菜\n\n## 果物"
     assert (chunk.start_line, chunk.end_line) == (1, 5)
     assert chunker.chunk(extract("", "markdown")) == []
+
+
+def test_a_passage_of_punctuation_alone_is_left_out(embedder: Embedder) -> None:
+    """Its vector lies near every query's: a file holding only 、 was the good match of asdf qwer."""
+    chunker = Chunker(embedder.count_tokens, embedder.split_by_tokens)
+    assert chunker.chunk(extract("、", "text")) == []
+    assert chunker.chunk(extract("---\n\n* * *\n", "markdown")) == []
+    assert [c.text for c in chunker.chunk(extract("09", "text"))] == ["09"]

@@ -4,12 +4,14 @@ Headings start a new chunk and give it its heading path; paragraphs are cut into
 (Japanese 。！？ and English . ! ? ends); sentences are packed up to a target token count, and
 each chunk after the first in a section repeats the previous chunk's last sentence. A section too
 short to mean anything alone (`Attendees: Alice, Bob` under its own heading) joins the next. A sentence
-too long for the model is cut at line breaks, then at token boundaries (never inside a character).
+too long for the model is cut at line breaks, then after its commas and at spaces, then at token
+boundaries (never inside a character).
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +22,7 @@ MIN_SECTION_TOKENS = 12  # below this a section is a label (a date, a list of na
 # hard cap per chunk: with the prefix, special tokens and up to CONTEXT_CHARS of title and
 # heading path (about a token a character at worst) it stays within the model's 512
 MAX_TOKENS = 440
+TOKEN_CUT_MARGIN = 16
 CONTEXT_CHARS = 60
 CountTokens = Callable[[Sequence[str]], list[int]]
 SplitTokens = Callable[[str, int], list[tuple[int, int]]]
@@ -138,6 +141,10 @@ class Chunker:
         for heading, section_units in _join_short(sections):
             for group in self._pack(self._fit(section_units, doc.text, line_of)):
                 head, tail = group[0], group[-1]
+                if not any(ch.isalnum() for ch in doc.text[head.start : tail.end]):
+                    # punctuation alone (、, ---) means nothing, yet its vector lies near every
+                    # query's: a file holding only 、 was a "good match" for asdf qwer (0.70)
+                    continue
                 chunks.append(
                     Chunk(
                         ordinal=len(chunks),
@@ -173,7 +180,12 @@ class Chunker:
             body = text[unit.start : unit.end]
             pieces = _line_spans(body)
             if len(pieces) < 2:
-                pieces = self.split_tokens(body, self.max)
+                pieces = _clause_spans(body)
+            if len(pieces) < 2:
+                # a piece tokenised alone can count a token or two more than inside the whole
+                # (a word's leading mark): cut short of the cap, or each would split again and
+                # leave a passage of one character (a trial's one-line 96 KB log: 40 such)
+                pieces = self.split_tokens(body, self.max - TOKEN_CUT_MARGIN)
             counts = self.count_tokens([body[s:e] for s, e in pieces])
             sub = []
             for (s, e), n in zip(pieces, counts):
@@ -221,6 +233,16 @@ def _join_short(sections: list[tuple[str, list[_Unit]]]) -> list[tuple[str, list
         else:
             out.append(carried)
     return out
+
+
+_CLAUSE = re.compile(r"[^\s、，,；;]*[、，,；;]+|[^\s、，,；;]+")
+
+
+def _clause_spans(body: str) -> list[tuple[int, int]]:
+    """Spans of `body` cut after its commas (、，,；;) and at its spaces, for a sentence too long
+    for the model that has no line break: packed again, they make passages that end between
+    clauses and words, not inside one."""
+    return [m.span() for m in _CLAUSE.finditer(body)]
 
 
 def _line_spans(body: str) -> list[tuple[int, int]]:

@@ -353,11 +353,14 @@ class Embedder:
         return [len(e.ids) for e in encodings]
 
     def split_by_tokens(self, text: str, max_tokens: int) -> list[tuple[int, int]]:
-        """Character spans of consecutive runs of at most `max_tokens` tokens."""
+        """Character spans of consecutive runs of at most `max_tokens` tokens, as even as they
+        can be (441 tokens make two of 221 and 220, not 440 and 1)."""
         offsets = [o for o in self._encoder.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
         if not offsets:
             return [(0, len(text))]
-        cuts = [offsets[k][0] for k in range(0, len(offsets), max_tokens)][1:]
+        runs = -(-len(offsets) // max(max_tokens, 1))
+        step = -(-len(offsets) // runs)
+        cuts = [offsets[k][0] for k in range(0, len(offsets), step)][1:]
         bounds = [0, *cuts, len(text)]
         return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
