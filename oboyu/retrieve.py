@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oboyu.documents.crawl import reaches, time_stamp
+from oboyu.documents.extracted import LINE_BREAK
+from oboyu.documents.filetypes import PART_UNITS
 from oboyu.documents.viewing import Shown, read_document
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
@@ -60,14 +62,19 @@ def indexed_real_path(path: str, root_of: Callable[[str], str | None]) -> str:
 def lines_around(shown: Shown, first: int, last: int) -> list[tuple[int, str]]:
     """The parts (pages, slides, ...) of lines first..last: the one the first line is in (a range
     from mid-page says which page it is on), then each that starts inside."""
-    enclosing = [part for part in shown.parts if part[0] < first][-1:]
-    return enclosing + [part for part in shown.parts if first <= part[0] <= last]
+    inside = [part for part in shown.parts if first <= part[0] <= last]
+    if inside and inside[0][0] == first:  # `¶ 4 · ¶ 5` over a line that starts ¶ 5
+        return inside
+    return [part for part in shown.parts if part[0] < first][-1:] + inside
 
 
 # --- what a request names ---------------------------------------------------------------------
 
 CHUNK_ID = re.compile(r"#?([0-9a-f]{16})")
 _RANGE = re.compile(r"(?s)(.+?):(\d+)(?:([:-])(\d+))?")
+# `report.pdf (p. 3)`, `deck.pptx (slides 4-5)`: where `query` says a passage of a paged or tabular file is
+_PART_UNIT = "|".join(re.escape(u) for u in sorted({u for pair in PART_UNITS.values() for u in pair}, key=len, reverse=True))
+_PART = re.compile(rf"(?s)(.+?) \((?:{_PART_UNIT}) (\d+)(?:-(\d+))?\)")
 _GLOB = re.compile(r"[*?\[]")
 
 
@@ -82,12 +89,14 @@ class Request:
     first: int | None = None
     last: int | None = None
     glob: bool = False  # `path` is a pattern (the working folder's name in it escaped)
+    parts: tuple[int, int] | None = None  # pages, slides, rows, ... asked for instead of lines
 
 
 def parse(argument: str, cwd: str | None = None) -> Request:
-    """`PATH`, `PATH:LINE` (to the end), `PATH:LINE:COUNT`, `PATH:START-END` (as `oboyu query`
-    prints a result), a glob or folder with any of these, or a chunk id (`--json`'s `chunk_id`,
-    a leading `#` allowed). A name that exists as given is taken whole, colons and all."""
+    """`PATH`, `PATH:LINE` (to the end), `PATH:LINE:COUNT`, `PATH:START-END` or `PATH (p. 3)`,
+    `PATH (slides 4-5)` (as `oboyu query` prints a result), a glob or folder with any of these, or
+    a chunk id (`--json`'s `chunk_id`, a leading `#` allowed). A name that exists as given is taken
+    whole, colons and all."""
     if not argument or "\x00" in argument:
         raise OboyuError("an empty or invalid path")
     cwd = cwd or os.getcwd()
@@ -95,6 +104,12 @@ def parse(argument: str, cwd: str | None = None) -> Request:
     whole = os.path.abspath(os.path.join(cwd, os.path.expanduser(name)))
     if (chunk := CHUNK_ID.fullmatch(name)) and not os.path.lexists(whole):
         return Request(argument, chunk_id=chunk[1])
+    if (part := _PART.fullmatch(name)) and not os.path.lexists(whole):
+        first_part, last_part = int(part[2]), int(part[3] or part[2])
+        if last_part < first_part:
+            raise OboyuError("the range ends before it starts")
+        located = _located(argument, part[1], cwd)
+        return Request(argument, located.path, parts=(first_part, last_part), glob=located.glob)
     match = _RANGE.fullmatch(name)
     if match is None or os.path.lexists(whole):
         before, colon, after = name.rpartition(":")
@@ -139,6 +154,7 @@ class Target:
     first: int | None
     last: int | None
     chunk_id: str | None = None
+    passage: str | None = None  # a chunk id's passage as indexed: within its lines, only it is shown
 
 
 @dataclass
@@ -155,7 +171,7 @@ def find(store: Store, arguments: list[str], cwd: str | None = None) -> Found:
     """The indexed files the arguments name, in the order given (a glob's or folder's files by
     path), each once per range; what names nothing the index holds is an error, one per argument."""
     found = Found()
-    seen: set[tuple[str, int | None, int | None]] = set()
+    seen: set[tuple[str, int | None, int | None, tuple[int, int] | None]] = set()
     for argument in arguments:
         try:
             request = parse(argument, cwd)
@@ -166,7 +182,7 @@ def find(store: Store, arguments: list[str], cwd: str | None = None) -> Found:
         if not targets and request.path is not None:
             found.unmatched.append(argument)
         for target in targets:
-            key = (target.path, target.first, target.last)
+            key = (target.path, target.first, target.last, request.parts)
             if key not in seen:
                 seen.add(key)
                 found.targets.append(target)
@@ -175,12 +191,14 @@ def find(store: Store, arguments: list[str], cwd: str | None = None) -> Found:
 
 def _targets(store: Store, request: Request) -> list[Target]:
     if request.chunk_id is not None:
-        row = store.con.execute("SELECT d.id, d.path, d.root, d.file_type, d.size, d.mtime_ns, c.start_line, c.end_line "
-                                "FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+        row = store.con.execute("SELECT d.id, d.path, d.root, d.file_type, d.size, d.mtime_ns, c.start_line, c.end_line, "
+                                "c.text FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
                                 [request.chunk_id]).fetchone()
         if row is None:
             raise OboyuError("no passage with this chunk id (ids change when a file changes; query again)")
-        return [_target(request, row[:6], row[6], row[7], request.chunk_id)]
+        target = _target(request, row[:6], row[6], row[7], request.chunk_id)
+        target.passage = row[8]
+        return [target]
     assert request.path is not None
     path = request.path
     if request.glob:
@@ -335,6 +353,8 @@ def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
     real = indexed_real_path(target.path, lambda _: target.root)
     shown = read_document(real, MAX_FILE_BYTES, target.file_type, follow_symlinks=False)
     total = len(shown.lines)
+    if target.request.parts is not None:
+        target.first, target.last = _lines_of_parts(shown, target.request.parts)
     first = target.first or 1
     if first > max(total, 1):
         raise OboyuError(f"line {first} is past the end (the text has {total} line{'' if total == 1 else 's'})")
@@ -347,8 +367,38 @@ def _excerpt(target: Target, max_lines: int | None) -> Excerpt:
         stale = (info.st_size, time_stamp(info.st_mtime_ns)) != (target.size, target.mtime_ns)  # as the index holds it
     except OSError:
         stale = True
-    return Excerpt(target, first, last, total, shown.lines[first - 1 : last], lines_around(shown, first, last),
+    lines = shown.lines[first - 1 : last]
+    if target.passage is not None and last == wanted:
+        lines = _only_the_passage(lines, target.passage)
+    return Excerpt(target, first, last, total, lines, lines_around(shown, first, last),
                    _headings(shown.headings, first, last), last < wanted, stale)
+
+
+def _lines_of_parts(shown: Shown, parts: tuple[int, int]) -> tuple[int, int]:
+    """The lines of parts first..last (pages, slides, rows: as `query` names them)."""
+    numbered = [(line, int(number[0])) for line, label in shown.parts if (number := re.search(r"\d+", label))]
+    starts = [line for line, number in numbered if number == parts[0]]
+    if not starts:
+        have = f"{numbered[0][1]}-{numbered[-1][1]}" if numbered else "none"
+        raise OboyuError(f"it has no part {parts[0]} (its parts: {have}); `oboyu get PATH` shows them all")
+    after = [line for line, number in numbered if number > parts[1] and line > starts[0]]
+    return starts[0], (after[0] - 1 if after else len(shown.lines))
+
+
+def _only_the_passage(lines: list[str], passage: str) -> list[str]:
+    """The lines with the text before the passage on its first line and after it on its last
+    left out (an indent stays): a passage of a one-line 96 KB log printed the whole line (a user
+    trial). As they are when the passage is not found in them (the file changed)."""
+    text = "\n".join(lines)
+    wanted = "\n".join(LINE_BREAK.split(passage))
+    start = text.find(wanted)
+    if start < 0 or not wanted:
+        return lines
+    end = start + len(wanted)
+    line_start, line_end = text.rfind("\n", 0, start) + 1, len(text) if (n := text.find("\n", end)) < 0 else n
+    head = start if text[line_start:start].strip() else line_start
+    tail = end if text[end:line_end].strip() else line_end
+    return text[head:tail].split("\n")
 
 
 def _headings(headings: list[tuple[int, str]], first: int, last: int) -> list[tuple[int, str]]:

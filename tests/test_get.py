@@ -131,6 +131,23 @@ def test_pdf_docx_and_mail_give_their_extracted_text_with_pages(indexed: Indexed
     assert "── p. 1" in text.stdout and "── p. 2" in text.stdout and "%PDF" not in text.stdout
 
 
+def test_the_location_query_prints_gets_those_parts(indexed: Indexed, oboyu) -> None:
+    """A user trial: `query` printed `マニュアル.docx (¶ 5)`, which `get` did not take; and a range
+    starting where ¶ 5 starts was headed `── ¶ 4 · ¶ 5`."""
+    pdf, docx = indexed.root / "report.pdf", indexed.root / "minutes.docx"
+    page = oboyu("get", f"{pdf} (p. 2)", "--json")
+    assert page.returncode == 0, page.stderr
+    [got] = json.loads(page.stdout)
+    assert got["text"].startswith("Costs") and "Sales" not in got["text"] and got["end_line"] == got["total_lines"]
+    both = json.loads(oboyu("get", f"{pdf} (pp. 1-2)", f"{pdf} (p. 1)", "--json").stdout)
+    assert "Sales" in both[0]["text"] and "Costs" in both[0]["text"]
+    assert "Sales" in both[1]["text"] and "Costs" not in both[1]["text"]
+    start = json.loads(oboyu("get", f"{docx} (¶ 2)", "--json").stdout)[0]
+    assert [p["location"] for p in start["parts"]][:1] == ["¶ 2"]  # not ¶ 1 before it
+    missing = oboyu("get", f"{pdf} (p. 9)")
+    assert missing.returncode == 2 and "no part 9 (its parts: 1-2)" in missing.stderr
+
+
 def test_a_result_chunk_id_gets_its_passage(indexed: Indexed, oboyu) -> None:
     hits = json.loads(oboyu("query", "次回の予定", "--mode", "keyword", "--json").stdout)
     hit = next(h for h in hits if h["path"].endswith("meeting.md"))
@@ -265,3 +282,29 @@ def test_a_name_typed_in_the_other_unicode_form_is_found(tmp_path: Path, oboyu_e
     done = run_oboyu(oboyu_env, "get", typed, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["path"] == str(decomposed)
+
+
+def test_a_chunk_id_inside_a_long_line_gets_only_its_passage(tmp_path: Path, embedder: Embedder) -> None:
+    """A user trial: `get` of a passage of a one-line 96 KB log printed the whole line. Only the
+    passage is shown now, on its line's number; an indented line keeps its indent."""
+    from oboyu.retrieve import find, read
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    line = "ログ:" + "、".join(f"項目{i}は値{i * 7}である" for i in range(400)) + "。"
+    (notes / "log.txt").write_text(f"見出し\n{line}\n    字下げした行の文。\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    with Store(db) as store:
+        Indexer(store, embedder).index([notes])
+        chunks = store.con.execute("SELECT id, text, start_line FROM chunks ORDER BY ordinal").fetchall()
+        assert len(chunks) > 3
+        for cid, text, start_line in chunks:
+            [excerpt] = read(find(store, [cid]).targets)
+            assert excerpt.start_line == start_line
+            assert excerpt.text == text
+        assert max(len(text) for _, text, _ in chunks) < len(line) // 3
+    from oboyu.retrieve import _only_the_passage
+
+    code = ["x = 1", "    def f():", "        return 1  # one", "y = 2"]
+    assert _only_the_passage(code[1:3], "def f():\r\n        return 1") == ["    def f():", "        return 1"]
+    assert _only_the_passage(code[1:3], "changed since") == code[1:3]

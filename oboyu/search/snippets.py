@@ -8,6 +8,7 @@ import re
 import unicodedata
 
 from oboyu.documents.chunking import split_sentences
+from oboyu.documents.extracted import LINE_BREAK
 from oboyu.documents.keywords import match_spans, query_words
 
 SNIPPET_CHARS = 200
@@ -28,7 +29,15 @@ def _bigrams(norm: str) -> set[str]:
 # spans and sentence features are kept: a few MB for thousands of passages.
 @functools.lru_cache(maxsize=4096)
 def _sentences(text: str) -> tuple[tuple[int, int], ...]:
-    return tuple(split_sentences(text))
+    """Sentences within lines: a spreadsheet's rows and a list's items end at their line, with no
+    full stop (a trial's snippet of four rows was the first 200 characters, the row asked about
+    cut off)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for end, after in [*(m.span() for m in LINE_BREAK.finditer(text)), (len(text), len(text))]:
+        spans += [(start + a, start + b) for a, b in split_sentences(text[start:end])]
+        start = after
+    return tuple(spans)
 
 
 @functools.lru_cache(maxsize=16384)
