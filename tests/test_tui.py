@@ -477,3 +477,23 @@ def test_the_filters_dialog_keeps_its_words_and_buttons_at_50_columns(db: Path, 
             assert "leaves&#160;out)" in shown and "7d)" in shown and "Cancel" in shown
 
     asyncio.run(run())
+
+
+def test_the_preview_wraps_a_long_line_under_its_number() -> None:
+    """A user trial: a paragraph that is one line (a Word file's, a note's) was cut at the pane's
+    edge, so the preview showed its first forty characters. Each row fits the pane, every
+    character is kept, and the passage's row counts the wrapped rows above it."""
+    from rich.cells import cell_len
+
+    from oboyu.tui.preview import MATCH, preview_text
+
+    paragraph = "経費精算は毎月25日までに申請してください。" * 6
+    lines = ["# 手順", paragraph, "", "領収書は原本を総務へ。"]
+    text, row = preview_text(lines, 4, 4, {2: [(0, 4)]}, width=40)
+    rows = text.plain.split("\n")
+    assert all(cell_len(r) <= 40 for r in rows) and len(rows) > len(lines)
+    assert rows[row].startswith("4 ▌ 領収書")
+    assert "".join(r[4:] for r in rows[1:row - 1]) == paragraph  # wrapped under its number, nothing lost
+    assert [text.plain[s.start:s.end] for s in text.spans if s.style == MATCH] == ["経費精算"]  # the match kept
+    unwrapped, row = preview_text(lines, 4, 4, {})
+    assert len(unwrapped.plain.split("\n")) == len(lines) and row == 3

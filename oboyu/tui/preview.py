@@ -4,6 +4,9 @@ the Preview widget (widgets.py)."""
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
@@ -29,26 +32,38 @@ def highlighted(text: str, spans: list[tuple[int, int]], style: Style | str = ""
 
 
 def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[tuple[int, int]]],
-                 context: int = PREVIEW_CONTEXT_LINES) -> tuple[Text, int]:
+                 context: int = PREVIEW_CONTEXT_LINES, width: int = 0) -> tuple[Text, int]:
     """Numbered lines around the passage (lines first..last, 1-based) with the passage marked in
-    the gutter and matches highlighted; returns the text and the row of the passage's first line."""
+    the gutter and matches highlighted, each line wrapped to `width` cells under its number (0:
+    not wrapped); returns the text and the row the passage's first line starts on. Wrapped,
+    because a paragraph is often one line (a Word file's, a note's): cut at the pane's edge, the
+    preview showed its first forty characters."""
     lo, hi = max(1, first - context), min(len(lines), last + context)
-    width = len(str(hi))
+    number_width = len(str(hi))
+    room = width - number_width - 3  # the number, a space, the gutter's mark and a space
+    console = Console(width=max(room, 1), file=io.StringIO(), color_system=None) if room > 0 else None
     out = Text(no_wrap=True, overflow="crop", end="")
+    rows = passage_row = 0
     for number in range(lo, hi + 1):
         inside = first <= number <= last
-        out.append(f"{number:>{width}} ", style="bold" if inside else "dim")
-        out.append("▌ " if inside else "  ", style="yellow" if inside else "")
+        if number == first:
+            passage_row = rows
         line = highlighted(lines[number - 1], spans.get(number, []))
-        out.append_text(line)
-        if number < hi:
-            out.append("\n")
-    return out, first - lo
+        parts = list(line.wrap(console, room, no_wrap=False, overflow="fold")) if console else [line]
+        for i, part in enumerate(parts or [line]):
+            if rows:
+                out.append("\n")
+            label = f"{number:>{number_width}} " if i == 0 else " " * (number_width + 1)
+            out.append(label, style="bold" if inside else "dim")
+            out.append("▌ " if inside else "  ", style="yellow" if inside else "")
+            out.append_text(part)
+            rows += 1
+    return out, passage_row
 
 
-def read_preview(result: Result, query: str) -> tuple[Text, int]:
-    """The preview of `result` and the row its passage starts on; a file that cannot be read again
-    gives its indexed passage under the reason."""
+def read_preview(result: Result, query: str, width: int = 0) -> tuple[Text, int]:
+    """The preview of `result`, wrapped to `width`, and the row its passage starts on; a file that
+    cannot be read again gives its indexed passage under the reason."""
     try:
         lines = read_document(result.path, PREVIEW_MAX_BYTES, result.file_type or None).lines
     except OboyuError as exc:
@@ -56,4 +71,4 @@ def read_preview(result: Result, query: str) -> tuple[Text, int]:
     terms = set(query_words(query))
     lo, hi = max(1, result.start_line - HIGHLIGHT_LINES), min(len(lines), result.end_line + HIGHLIGHT_LINES)
     spans = {n: match_spans(lines[n - 1], terms) for n in range(lo, hi + 1)}
-    return preview_text(lines, result.start_line, min(result.end_line, len(lines)), spans)
+    return preview_text(lines, result.start_line, min(result.end_line, len(lines)), spans, width=width)

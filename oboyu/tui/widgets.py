@@ -155,6 +155,7 @@ class Preview(VerticalScroll, can_focus=True):
     """The passage in the context of its file, scrolled to it; the file is read in a worker thread."""
 
     wanted: str | None = None  # the chunk id of the result to show; a preview of another comes too late
+    _loaded: tuple[Result, str, int] | None = None  # what was last asked for, and the width it was wrapped to
 
     def compose(self) -> ComposeResult:
         yield Static(id="preview-text")
@@ -162,11 +163,22 @@ class Preview(VerticalScroll, can_focus=True):
     def load(self, result: Result, query: str) -> None:
         """Show `result`, its matches of `query` marked, once its file is read."""
         self.wanted = result.chunk_id
-        self._read(result, query)
+        width = self._text_width()
+        self._loaded = (result, query, width)
+        self._read(result, query, width)
+
+    def _text_width(self) -> int:
+        """The cells a line has: the pane's, less room for the scrollbar a long preview shows."""
+        return max(0, self.content_region.width - self.styles.scrollbar_size_vertical)
+
+    def on_resize(self) -> None:
+        # lines are wrapped to the pane: a wider or narrower one wraps them again
+        if self._loaded is not None and self.wanted is not None and self._text_width() != self._loaded[2]:
+            self.load(*self._loaded[:2])
 
     @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
-    def _read(self, result: Result, query: str) -> None:
-        text, row = read_preview(result, query)
+    def _read(self, result: Result, query: str, width: int) -> None:
+        text, row = read_preview(result, query, width)
         self.app.call_from_thread(self._show_result, result, text, row)
 
     def _show_result(self, result: Result, text: Text, row: int) -> None:
@@ -182,7 +194,7 @@ class Preview(VerticalScroll, can_focus=True):
         self.call_after_refresh(self.scroll_to, y=max(0, row - 2), animate=False)
 
     def clear(self, message: str = "") -> None:
-        self.wanted = None
+        self.wanted = self._loaded = None
         self.border_title = ""
         self.query_one("#preview-text", Static).update(Text(message, style="dim"))
 
