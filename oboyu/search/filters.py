@@ -129,6 +129,7 @@ def make_filters(
     time, or an age such as `7d` / `12h`) and indexed folders (their absolute paths)."""
     if isinstance(types, str):
         types = [t for t in (part.strip() for part in types.split(",")) if t]
+    types = [KIND_ALIASES.get(t.lower().lstrip("."), t) for t in types or ()]
     unknown = [t for t in types or () if not _known_type(t)]
     if unknown:
         raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
@@ -154,6 +155,8 @@ def make_filters(
 
 KINDS = tuple(sorted({"markdown", "text", "rst", "code", *FORMAT_EXT.values()}))  # the types documents are stored with
 KIND_MEMBERS = {"email": ("mbox",)}  # a kind a person names that spans stored types: a mailbox is mail too
+# what people call a kind (a user trial typed --type mail)
+KIND_ALIASES = {"mail": "email", "word": "docx", "excel": "spreadsheet", "powerpoint": "pptx", "slides": "pptx"}
 
 
 def _known_type(name: str) -> bool:
