@@ -44,6 +44,35 @@ def test_a_file_that_becomes_unreadable_leaves_the_index(tmp_path: Path, embedde
         assert store.counts()[1] == 0
 
 
+def test_a_file_deleted_while_the_run_reads_is_removed_not_a_problem(tmp_path: Path, embedder: Embedder,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial deleted 1,000 files while indexing: 1,000 "cannot read: No such file or directory"
+    problems, listed by `status` until the next run. Here two files go between the walk and their
+    reading (one new, one indexed before): neither is a problem, the indexed one's rows go."""
+    from oboyu.index import preparing
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    for name in ("kept.txt", "old.txt"):
+        (root / name).write_text(f"{name} のメモ。\n", encoding="utf-8")
+    with Store(tmp_path / "index.duckdb") as store:
+        Indexer(store, embedder).index([root])
+        (root / "old.txt").write_text("書き換えたメモ。\n", encoding="utf-8")
+        (root / "new.txt").write_text("新しいメモ。\n", encoding="utf-8")
+        read = preparing.read_regular_file
+
+        def gone_first(path: Path, max_bytes: int):
+            if path.name in ("old.txt", "new.txt"):
+                path.unlink()  # deleted after the walk listed it, before it is read
+            return read(path, max_bytes)
+
+        monkeypatch.setattr(preparing, "read_regular_file", gone_first)
+        stats = Indexer(store, embedder).index([root])
+        assert stats.skipped == [] and stats.removed == 1 and stats.added == 0
+        assert [p for (p,) in store.con.execute("SELECT path FROM documents").fetchall()] == [str(root / "kept.txt")]
+        assert store.con.execute("SELECT count(*) FROM skipped_files").fetchone() == (0,)
+
+
 def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embedder) -> None:
     root = tmp_path / "notes"
     root.mkdir()

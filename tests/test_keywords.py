@@ -44,6 +44,9 @@ def test_latin_words_joined_by_hyphens_are_also_one_word() -> None:
     assert {"wifi"} <= set(words("WiFi")) and {"wifi"} <= set(words("ワイファイ"))
     assert stem("email") in words("e-mail") and words("apt-get")[:2] == ["apt", "get"]
     assert words("foo - bar") == ["foo", "bar"]  # a dash between spaced words joins nothing
+    # snake_case: a trial's MAX_RETRIES met every "max" and "retries"; now it also meets maxRetries
+    assert words("MAX_RETRIES") == ["max", stem("retries"), stem("maxretries")] == words("max_retries")
+    assert words("maxRetries") == [stem("maxretries")] and words("__init__") == ["init"]
     assert words("Wi-Fi設定") == ["wi", "fi", "wifi", "設定"]
     assert term_counts("Wi-Fi と Wi-Fi")["wifi"] == 2
     # the highlight covers the whole compound, wherever the query's wifi came from

@@ -288,6 +288,8 @@ def test_the_skipped_files_are_counted_by_reason(tmp_path: Path, oboyu_env: dict
     done = oboyu(oboyu_env, "index", str(notes))
     assert done.returncode == 0, done.stderr
     assert "skipped: unsupported file type (2); corrupt .docx file" in done.stderr, done.stderr
+    # a trial's .log files: the way to read them is said where they are skipped
+    assert 'to read .xyz files as text: a line such as `".xyz" = "text"` under [file_types]' in done.stderr
 
 
 def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, oboyu_env: dict) -> None:
@@ -384,6 +386,8 @@ def test_what_a_new_user_tripped_on(tmp_path: Path, oboyu_env: dict) -> None:
                           (("index", str(tmp_path / "loop-a")), "loop-a: a loop of symbolic links"),
                           (("index", str(tmp_path / "dangling")), f"dangling: a broken symbolic link (to {tmp_path / 'nowhere'})"),
                           (("query", "x", "--type", "mdd"), "unknown file type 'mdd'"),
+                          (("query", "--dry-run"), "put it after --: oboyu query -- --dry-run"),  # a trial's search
+                          (("query", "!!!???"), "only punctuation"),  # a trial's: a minified script was its good match
                           (("query", "x", "--since", "1d", "--until", "5d"), "is not before --until"),
                           (("index", str(notes / "sub"), "--name", "x"), "no such file or folder"),
                           (("index", str(notes), "--name", ""), "cannot be empty")):

@@ -90,8 +90,10 @@ def asked(collection: Collection, db: Path, embedder) -> list[Asked]:
         cids = [cid for cid in cids if cid in files]
         hits = index.chunks_by_id(cids)
         same_file = {cid: hits[cid].content or files[cid] for cid in cids}
+        in_pool = {cid for cid, _ in legs["vector"]}
+        exact = index.cosines([cid for cid in cids if cid not in in_pool], vector)
         evidence = gather(index.terms_in(cids, terms), terms, rarity, same_file, legs["vector"], legs["keyword"],
-                          index.cosine_spread(vector), reference_for(index.model_id()), full_match)
+                          index.cosine_spread(vector), reference_for(index.model_id()), full_match, exact)
         ids = {cid: i for i, cid in enumerate(cids)}
         file_code = {path: i for i, path in enumerate(sorted(set(files.values())))}
         file_of = np.array([file_code[files[cid]] for cid in cids])

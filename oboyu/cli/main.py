@@ -129,7 +129,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
-        click.echo(visible(f"oboyu: error: {exc.format_message()}{hint}"), err=True)
+        if isinstance(exc, click.NoSuchOption) and exc.ctx and exc.ctx.command.name == "query":
+            # a trial searched for `--dry-run`: text that starts with - goes after --
+            hint = f"; to search for text that starts with -, put it after --: oboyu query -- {exc.option_name}"
+        click.echo(visible(f"oboyu: error: {exc.format_message().removesuffix('.')}{hint}"), err=True)
         sys.exit(EXIT_ERROR)
     except click.ClickException as exc:
         click.echo(visible(f"oboyu: error: {exc.format_message()}"), err=True)

@@ -35,6 +35,7 @@ OLD_BINARY = {
     ".ppt": "old binary PowerPoint format: save it as .pptx to index it",
     ".pps": "old binary PowerPoint format: save it as .pptx to index it",
 }
+UNSUPPORTED = "unsupported file type"
 SOURCE_TYPES = {"markdown", "text", "rst", "code", "org"}  # the text is the file; an editor opens it at a line
 CODE_NAMES = {"Makefile", "Dockerfile", "CMakeLists.txt", "Gemfile", "Rakefile", "Justfile", "Vagrantfile"}
 # what a part is in each format, for locations: (one, several)
@@ -70,7 +71,7 @@ def file_type_for(path: PurePath) -> str | None:
 
 def unsupported_reason(path: PurePath) -> str:
     """Why a file with no reader is not indexed."""
-    return OLD_BINARY.get(path.suffix.lower(), "unsupported file type")
+    return OLD_BINARY.get(path.suffix.lower(), UNSUPPORTED)
 
 
 def part_location(file_type: str, first: int | None, last: int | None) -> str:

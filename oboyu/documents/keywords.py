@@ -240,14 +240,15 @@ def _piece_terms(text: str, pos: int) -> list[tuple[str, int, int, bool]]:
     return _with_joined(out, text, base)
 
 
-_HYPHENS = frozenset("-\u2010\u2011\uff0d")  # -, ‐, non-breaking ‐, －
+_HYPHENS = frozenset("-\u2010\u2011\uff0d_")  # -, ‐, non-breaking ‐, －, and _ (snake_case)
 _JOINED_MOST_CHARS = 40
 
 
 def _with_joined(terms: list[tuple[str, int, int, bool]], text: str, base: int) -> list[tuple[str, int, int, bool]]:
-    """The terms, and after each run of Latin words joined by hyphens (Wi-Fi, e-mail, apt-get)
-    the run as one word: a note's Wi-Fi meets a query's wifi, WiFi or ワイファイ (whose lemma is
-    wifi), and e-mail meets email. The parts stay terms, so that apt get still finds apt-get."""
+    """The terms, and after each run of Latin words joined by hyphens or underscores (Wi-Fi,
+    e-mail, apt-get, MAX_RETRIES) the run as one word: a note's Wi-Fi meets a query's wifi, WiFi or
+    ワイファイ (whose lemma is wifi), e-mail meets email, MAX_RETRIES meets maxRetries and is more
+    than a max and a retries. The parts stay terms, so that apt get still finds apt-get."""
     out: list[tuple[str, int, int, bool]] = []
     run: list[tuple[int, int]] = []  # spans of the current run's Latin words
     hyphened = False

@@ -254,7 +254,7 @@ class Cluster:
                                 resend.append((outcome.entry, outcome.previous, content))
                                 sent += 1
                                 continue
-                            outcome = content  # Skipped: it cannot be read here either
+                            outcome = content  # Skipped or Vanished: it cannot be read here either
                         yield outcome
                     if resend:
                         jobs.appendleft(resend)

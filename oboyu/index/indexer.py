@@ -34,7 +34,16 @@ from oboyu.index.index_file import WritableIndex
 from oboyu.index.isolation import UNEMBEDDABLE, attempt, embedded_alone, write_each_alone_on_refusal
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
-from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, embedding_text, prepare_file
+from oboyu.index.preparing import (
+    NotReadableHere,
+    Outcome,
+    Prepared,
+    Touched,
+    Unindexable,
+    Vanished,
+    embedding_text,
+    prepare_file,
+)
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
 from oboyu.index.reports import IndexProgress, IndexStats, InHand
 from oboyu.index.roots import checked_description
@@ -311,8 +320,11 @@ class Indexer:
                         item = work.get(timeout=KEYWORD_COMMIT_SECONDS)
                     except queue.Empty:  # a slow file: what is read so far gets searchable meanwhile
                         item = _NOTHING_YET
-                    done_files += isinstance(item, (Skipped, Unindexable, Touched, Prepared))
-                    if isinstance(item, (Skipped, Unindexable)):
+                    done_files += isinstance(item, (Skipped, Unindexable, Touched, Prepared, Vanished))
+                    if isinstance(item, Vanished):
+                        if stored_path(item.path) in indexed_before:
+                            unreadable.append(stored_path(item.path))  # its rows go: counted as removed
+                    elif isinstance(item, (Skipped, Unindexable)):
                         stats.skipped.append(Skipped(item.path, item.reason))
                         if stored_path(item.path) in indexed_before:
                             unreadable.append(stored_path(item.path))

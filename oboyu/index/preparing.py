@@ -65,7 +65,16 @@ class NotReadableHere:
     previous: StoredFile | None
 
 
-Outcome = Prepared | Touched | Unindexable | Skipped
+@dataclass
+class Vanished:
+    """A file the walk listed that was gone when it was read (deleted or moved during the run):
+    not a problem to report, but a file removed; the next walk finds it where it went. A trial
+    deleted 1,000 files while indexing and got 1,000 "cannot read" problems."""
+
+    path: Path
+
+
+Outcome = Prepared | Touched | Unindexable | Skipped | Vanished
 Content = tuple[bytes, os.stat_result]  # a file's bytes and the stat of what was read
 
 
@@ -80,9 +89,11 @@ def embedding_text(title: str | None, heading: str, text: str) -> str:
     return f"{context}\n{text}" if context else text
 
 
-def read_file(entry: FileEntry, max_bytes: int) -> Content | Skipped:
+def read_file(entry: FileEntry, max_bytes: int) -> Content | Skipped | Vanished:
     try:
         return read_regular_file(entry.path, max_bytes)
+    except FileNotFoundError:
+        return Vanished(entry.path)
     except OSError as exc:
         return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
 
@@ -101,6 +112,8 @@ def prepare_file(entry: FileEntry, previous: StoredFile | None, embedder: Embedd
         except OSError as exc:
             if on_worker:  # not there, not allowed, or failing on this machine: the indexer decides
                 return NotReadableHere(entry, previous)
+            if isinstance(exc, FileNotFoundError):
+                return Vanished(entry.path)
             return Skipped(entry.path, f"cannot read: {exc.strerror or exc}")
         if on_worker and (content[1].st_size, time_stamp(content[1].st_mtime_ns)) != (entry.size, entry.mtime_ns):
             # another file at that path on this machine (a folder of the same name), another clock

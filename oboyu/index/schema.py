@@ -123,7 +123,8 @@ KEYWORDS_MADE_ANEW: dict[int, str] = {
     6: "words folded: 引越し and 引っ越し, コンピュータ and コンピューター, みーてぃんぐ and ミーティング meet",
     7: "words the dictionary does not know gain their character bigrams, found by their parts",
     9: "English words stemmed by Snowball's English stemmer: meetings meets meeting",
-    10: "Latin words joined by hyphens also indexed as one word: Wi-Fi meets wifi, e-mail email",
+    10: "Latin words joined by hyphens or underscores also indexed as one word: Wi-Fi meets wifi, "
+        "e-mail email, MAX_RETRIES maxRetries",
 }
 
 

@@ -84,9 +84,9 @@ class Ranker(Protocol):
     def folders_of(self, paths: list[str]) -> dict[str, Root]:
         """Indexed file (the index's path) -> the indexed folder it belongs to."""
 
-    def embedded(self, ids: list[str]) -> set[str]:
-        """Those of these chunks that have their vector (an index being built gets its keyword
-        terms first, its vectors after)."""
+    def cosines(self, ids: list[str], query_vector: np.ndarray) -> dict[str, float]:
+        """The query's cosine to each of these chunks that has its vector (an index being built
+        gets its keyword terms first, its vectors after)."""
 
 
 @dataclass(frozen=True)
@@ -355,11 +355,13 @@ class SqlRanker:
         picked = " UNION ALL ".join(f"SELECT * FROM chunks WHERE rowid = {int(row)}" for row in rows)
         return self._hits(f"FROM ({picked}) c JOIN documents d ON d.id = c.document_id")
 
-    def embedded(self, ids: list[str]) -> set[str]:
-        if not ids or self.store.get_meta("dimensions") is None:
-            return set()
-        rows = self.con.execute(f"SELECT chunk_id FROM embeddings WHERE chunk_id IN ({sql_strings(ids)})").fetchall()
-        return {cid for (cid,) in rows}
+    def cosines(self, ids: list[str], query_vector: np.ndarray) -> dict[str, float]:
+        dim = self.store.get_meta("dimensions")
+        if not ids or dim is None:
+            return {}
+        literal = _vector_literal(query_vector, int(dim))
+        return dict(self.con.execute(f"SELECT chunk_id, array_inner_product(vector, {literal}) FROM embeddings "
+                                     f"WHERE chunk_id IN ({sql_strings(ids)})").fetchall())
 
     def files_of_chunks(self, ids: list[str]) -> dict[str, str]:
         if not ids:

@@ -140,8 +140,12 @@ class ResidentIndex:
         variance = float(query @ self._index.moment @ query) - mean * mean
         return mean, max(variance, 0.0) ** 0.5, count
 
-    def embedded(self, ids: list[str]) -> set[str]:
-        return {cid for cid, row in self._index.rows_of(ids).items() if self.has_vector[row]}
+    def cosines(self, ids: list[str], query_vector: np.ndarray) -> dict[str, float]:
+        found = [(cid, row) for cid, row in self._index.rows_of(ids).items() if self.has_vector[row]]
+        if not found:
+            return {}
+        exact = self._index.vector_rows(np.array([row for _, row in found])) @ query_vector.astype(np.float32)
+        return {cid: float(value) for (cid, _), value in zip(found, exact)}
 
     def _approximate(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The int8 scan of the query against every row; hybrid asks twice a query: one scan."""

@@ -29,6 +29,7 @@ from oboyu.models.rerank import Reranker
 from oboyu.modes import MODE_NAMES, Mode
 from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, IndexSummary
+from oboyu.search.query import has_words
 from oboyu.text import visible
 from oboyu.tui.indexes import IndexScreen
 from oboyu.tui.indexing import IndexingApp
@@ -197,7 +198,7 @@ class OboyuApp(IndexingApp):
 
     def search_now(self) -> None:
         query = self.query_one("#query", Input).value
-        if not query.strip():
+        if not has_words(query):  # nothing yet to search for (「 typed first): no error while typing
             self.shown = None
             self.answer = None
             return
