@@ -4,6 +4,7 @@ folder cannot answer, and Japanese spellings that meet in keyword search. Real m
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import shutil
 from dataclasses import replace
@@ -228,7 +229,9 @@ def test_the_results_do_not_depend_on_how_many_are_asked(tmp_path: Path, embedde
         for query in (row["query"] for row in read_jsonl(personal / "queries.jsonl")):
             thirty = search(SqlRanker(store), embedder, query, 30)
             for part in ([r for r in thirty if not r.weak], [r for r in thirty if r.weak]):
-                assert [r.ranking_score for r in part] == sorted((r.ranking_score for r in part), reverse=True)
+                for above, below in itertools.pairwise(part):  # by score, but for a far surer likely one
+                    assert above.ranking_score >= below.ranking_score or (
+                        above.likely and above.confidence >= query_module.SURER_BY * below.confidence), (query, above, below)
             assert thirty == sorted(thirty, key=lambda r: r.weak)  # shown by default, then left out
             for k in (1, 3, 10):
                 asked = search(SqlRanker(store), embedder, query, k)
@@ -313,3 +316,19 @@ def test_a_question_in_capitals_is_read_as_in_lower_case(tmp_path: Path, embedde
         shouted, typed = (search(SqlRanker(store), embedder, q, 3) for q in ("WHAT'S THE WIFI PASSWORD",
                                                                               "what's the wifi password"))
     assert [(r.path, r.confidence) for r in shouted] == [(r.path, r.confidence) for r in typed]
+
+
+def test_a_likely_result_far_surer_than_the_one_above_goes_above_it() -> None:
+    """Three user trials read 0.055 first and 0.282 second as a mistake. A likely result (at or
+    over the good-match line) five times as sure as the one above it goes above it; one under the
+    line, or less than five times as sure, stays where fusion put it."""
+    from oboyu.search.query import surer_first
+
+    judge = replace(model_for(None, Mode.HYBRID), threshold=0.03)
+    confidences = {"a": 0.055, "b": 0.282, "c": 0.02, "d": 0.6, "e": 0.025, "f": 0.11}
+    chosen = [(cid, 1.0 - i / 10) for i, cid in enumerate(confidences)]
+    judges = dict.fromkeys(confidences, judge)
+    order = [cid for cid, _ in surer_first(chosen, judges, confidences)]
+    # b (5.1 times a) passes a; d passes c (30 times) and a (11 times), not b (2.1 times); e is
+    # under the line; f (4.4 times e) stays
+    assert order == ["b", "d", "a", "c", "e", "f"]
