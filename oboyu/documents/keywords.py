@@ -240,7 +240,7 @@ def _piece_terms(text: str, pos: int) -> list[tuple[str, int, int, bool]]:
     return _with_joined(out, text, base)
 
 
-_HYPHENS = frozenset("-\u2010\u2011\uff0d_")  # -, ‐, non-breaking ‐, －, and _ (snake_case)
+_JOINERS = frozenset("-\u2010\u2011\uff0d_")  # -, ‐, non-breaking ‐, －, and _ (snake_case)
 _JOINED_MOST_CHARS = 40
 
 
@@ -267,7 +267,7 @@ def _with_joined(terms: list[tuple[str, int, int, bool]], text: str, base: int) 
         # ワイファイ's term is wifi too: the text itself must be Latin
         latin = word.isascii() and not unknown and unicodedata.normalize("NFKC", text[start - base : end - base]).isascii()
         gap = text[run[-1][1] - base : start - base] if run else None
-        if latin and gap is not None and (gap == "" or gap in _HYPHENS):
+        if latin and gap is not None and (gap == "" or gap in _JOINERS):
             hyphened = hyphened or gap != ""
             run.append((start, end))
         else:

@@ -130,7 +130,7 @@ def make_filters(
     if isinstance(types, str):
         types = [t for t in (part.strip() for part in types.split(",")) if t]
     types = [KIND_ALIASES.get(t.lower().lstrip("."), t) for t in types or ()]
-    unknown = [t for t in types or () if not _known_type(t)]
+    unknown = [t for t in types if not _known_type(t)]
     if unknown:
         raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
                          f"or a kind: {', '.join(KINDS)}")
@@ -146,7 +146,7 @@ def make_filters(
         raise OboyuError(f"--since {since} is not before --until {until}: no file can be in between")
     return Filters(
         path_globs=tuple(p for p in paths if p),
-        types=tuple(types or ()),
+        types=tuple(types),
         since_ns=since_ns,
         until_ns=until_ns,
         folders=tuple(folders),
