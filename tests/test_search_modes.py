@@ -192,13 +192,13 @@ def test_an_older_keyword_index_is_made_anew_once_a_batch_at_a_time(
     one ending: meetings -> meeting, meeting -> meet; version 9 split Wi-Fi only): the upgrade
     analyses every stored passage again, a few at a time, once however many it crosses."""
     from oboyu.documents.keywords import stem, term_counts
-    from oboyu.index import schema
+    from oboyu.index import reanalysis, schema
     from oboyu.index.records import keyword_text
 
-    monkeypatch.setattr(schema, "KEYWORD_BATCH", 2)
+    monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 2)
     passes = []
-    index_keywords = schema._index_keywords
-    monkeypatch.setattr(schema, "_index_keywords", lambda store: passes.append(1) or index_keywords(store))
+    index_keywords = schema.index_keywords
+    monkeypatch.setattr(schema, "index_keywords", lambda store: passes.append(1) or index_keywords(store))
     path = tmp_path / "old.duckdb"
     texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "Wi-Fiの設定"]
     with Store(path) as store:
@@ -218,6 +218,42 @@ def test_an_older_keyword_index_is_made_anew_once_a_batch_at_a_time(
     assert stem("meetings") in held["/corpus/a.txt#0"] and stem("meeting") in held["/corpus/a.txt#1"]
     assert "wifi" in held["/corpus/a.txt#4"]
     assert passes == [1]
+
+
+def test_a_large_upgrade_is_analysed_by_worker_processes_and_says_how_far_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million passages take minutes to analyse again: workers (real spawned processes here,
+    as many as two cores allow) give the same terms as this process, and the log says how far."""
+    from oboyu.documents.keywords import term_counts
+    from oboyu.index import reanalysis
+    from oboyu.index.records import keyword_text
+
+    monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 3)
+    monkeypatch.setattr(reanalysis, "POOL_FROM", 5)
+    monkeypatch.setattr(reanalysis, "_cores", lambda: 2)
+    monkeypatch.setattr(reanalysis, "SAY_AFTER", 0.0)
+    monkeypatch.setattr(reanalysis, "SAY_EVERY", 0.0)
+    path = tmp_path / "old.duckdb"
+    texts = [f"{i}回目の会議で Wi-Fi の設定を決めた meeting notes" for i in range(8)]
+    with Store(path) as store:
+        store.set_model("test-model", 4)
+        add_document(store, "/corpus/a.txt", [(text, {"meeting": 1}) for text in texts])
+        store.con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    spawned = []
+    pool = reanalysis.ProcessPoolExecutor
+    monkeypatch.setattr(reanalysis, "ProcessPoolExecutor", lambda *a, **k: spawned.append(a) or pool(*a, **k))
+    said: list[str] = []
+    monkeypatch.setattr(reanalysis._log, "warning", said.append)  # the CLI's handler may hold the "oboyu" logger
+    with Store(path) as store:
+        postings = store.con.execute("SELECT chunk_id, term, tf FROM kw_postings").fetchall()
+    held: dict[str, dict[str, int]] = {}
+    for cid, term, tf in postings:
+        held.setdefault(cid, {})[term] = tf
+    assert spawned == [(2,)]
+    assert held == {f"/corpus/a.txt#{i}": dict(term_counts(keyword_text(None, "", text))) for i, text in enumerate(texts)}
+    assert any("3 of 8 passages" in line and "ETA" in line for line in said), said
+    assert "the words of 8 passages analysed again" in said[-1]
 
 
 def test_an_index_from_a_newer_oboyu_is_refused_with_a_reason(tmp_path: Path) -> None:

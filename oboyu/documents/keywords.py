@@ -96,6 +96,11 @@ def term_counts(text: str) -> Counter[str]:
     return counts
 
 
+def counts_of(texts: list[str]) -> list[Counter[str]]:
+    """`term_counts` of each text: a worker process's share of a large re-analysis."""
+    return [term_counts(text) for text in texts]
+
+
 def words_in(counts: dict[str, int]) -> int:
     """A passage's length for BM25: its words, not the bigrams of its unknown ones."""
     return sum(n for term, n in counts.items() if not term.startswith(BIGRAM_MARK))

@@ -6,7 +6,8 @@ of chunks; 4 the folders each root's last walk left out; 5 web pages read again 
 link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
 6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana); 7 rebuilt again
 with the character bigrams of unknown words, and the files that cannot be indexed remembered; 8 a
-description of each root. The embeddings table is made when the index's model is set (its width is
+description of each root; 9 and 10 the keyword index rebuilt with English words stemmed by Snowball,
+then Latin words joined by hyphens or underscores made one word too (`reanalysis`). The embeddings table is made when the index's model is set (its width is
 the model's).
 """
 
@@ -18,8 +19,7 @@ from typing import Protocol
 
 import duckdb
 
-from oboyu.documents.keywords import term_counts
-from oboyu.index.records import keyword_text
+from oboyu.index.reanalysis import index_keywords
 
 
 class Store(Protocol):
@@ -66,20 +66,6 @@ def create(store: Store) -> None:
 def migrate_to_2(store: Store) -> None:
     """The keyword index's tables (filled from the stored chunk texts: KEYWORDS_MADE_ANEW)."""
     store.con.execute(_KEYWORDS)
-
-
-KEYWORD_BATCH = 4096  # chunks re-analysed at a time, not every passage's text and terms held at once
-
-
-def _index_keywords(store: Store) -> None:
-    """Every chunk's keyword terms from its stored text, a batch of chunks at a time, in id order."""
-    after = ""
-    while rows := store.con.execute(
-        "SELECT c.id, c.heading, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id "
-        "WHERE c.id > ? ORDER BY c.id LIMIT ?", [after, KEYWORD_BATCH]
-    ).fetchall():
-        store.insert_keywords([(cid, term_counts(keyword_text(title, heading, text))) for cid, heading, title, text in rows])
-        after = rows[-1][0]
 
 
 def migrate_to_3(store: Store) -> None:
@@ -131,7 +117,7 @@ KEYWORDS_MADE_ANEW: dict[int, str] = {
 def _make_keywords_anew(store: Store) -> None:
     store.con.execute("DELETE FROM kw_postings")
     store.con.execute("DELETE FROM kw_lengths")
-    _index_keywords(store)
+    index_keywords(store)
 
 
 MIGRATIONS: dict[int, Callable[[Store], None]] = {
