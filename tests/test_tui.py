@@ -497,3 +497,23 @@ def test_the_preview_wraps_a_long_line_under_its_number() -> None:
     assert [text.plain[s.start:s.end] for s in text.spans if s.style == MATCH] == ["経費精算"]  # the match kept
     unwrapped, row = preview_text(lines, 4, 4, {})
     assert len(unwrapped.plain.split("\n")) == len(lines) and row == 3
+
+
+def test_the_preview_of_a_passage_inside_one_long_line_starts_at_the_passage() -> None:
+    """A user trial: a result inside a minified file's one line of 108 KB showed the line's start,
+    a hundred rows above the passage. The rows of its snippet are the marked ones, and the view
+    starts there."""
+    from oboyu.tui.preview import preview_text, snippet_columns
+
+    filler = "var a=1;b=2;c=3;" * 400
+    line = filler + "function  retryConnection(maxRetries){return backoff(maxRetries)}" + filler
+    snippet = "…function retryConnection(maxRetries){return backoff(…"
+    focus = snippet_columns(line, snippet)
+    assert focus is not None and line[focus[0]:].startswith("function  retryConnection")
+    text, row = preview_text(["// bundle", line, "// end"], 2, 2, {}, width=60, focus=focus)
+    rows = text.plain.split("\n")
+    marked = [i for i, r in enumerate(rows) if "▌" in r]
+    assert row == marked[0] > 50 and len(marked) <= 3
+    assert "retryConn" in "".join(rows[i] for i in marked)
+    assert not rows[row].startswith("2 ")  # a row of line 2 well after its first
+    assert snippet_columns("a short line", "short") is None  # the passage is the line: all of it marked
