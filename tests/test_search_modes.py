@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+import duckdb
 import numpy as np
 import pytest
 
@@ -197,8 +198,8 @@ def test_an_older_keyword_index_is_made_anew_once_a_batch_at_a_time(
 
     monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 2)
     passes = []
-    index_keywords = schema.index_keywords
-    monkeypatch.setattr(schema, "index_keywords", lambda store: passes.append(1) or index_keywords(store))
+    make_keywords = schema.make_keywords_beside
+    monkeypatch.setattr(schema, "make_keywords_beside", lambda store: passes.append(1) or make_keywords(store))
     path = tmp_path / "old.duckdb"
     texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "Wi-Fiの設定"]
     with Store(path) as store:
@@ -220,6 +221,68 @@ def test_an_older_keyword_index_is_made_anew_once_a_batch_at_a_time(
     assert passes == [1]
 
 
+def test_a_stopped_upgrade_goes_on_where_it_was_and_the_old_index_serves_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new keyword index is made beside the old, a batch committed at a time: an upgrade
+    stopped halfway leaves the file at its old version, readable, and the next open analyses only
+    the passages left; passages that changed in between (an older oboyu wrote) start it again."""
+    from oboyu.documents.keywords import term_counts
+    from oboyu.index import reanalysis
+    from oboyu.index.records import keyword_text
+
+    monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 2)
+    path = tmp_path / "old.duckdb"
+    texts = ["weekly meetings", "the meeting notes", "会議のメモ", "renewal of the lease", "Wi-Fiの設定"]
+    with Store(path) as store:
+        store.set_model("test-model", 4)
+        add_document(store, "/corpus/a.txt", [(text, {"old": 1}) for text in texts])
+        store.con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    write, writes = reanalysis._write, []
+
+    def stopped_after_two(*args: object) -> None:
+        if len(writes) == 2:
+            raise KeyboardInterrupt
+        writes.append(1)
+        write(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reanalysis, "_write", stopped_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        Store(path)
+    monkeypatch.setattr(reanalysis, "_write", write)
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("9",)
+    assert con.execute("SELECT count(*) FROM kw_lengths_next").fetchone() == (4,)
+    assert con.execute("SELECT count(*) FROM kw_postings WHERE term = 'old'").fetchone() == (5,)  # the old index, whole
+    con.close()
+    analysed: list[str] = []
+    counts_of = reanalysis.counts_of
+    monkeypatch.setattr(reanalysis, "counts_of", lambda batch: analysed.extend(batch) or counts_of(batch))
+    with Store(path) as store:
+        held: dict[str, dict[str, int]] = {}
+        for cid, term, tf in store.con.execute("SELECT chunk_id, term, tf FROM kw_postings").fetchall():
+            held.setdefault(cid, {})[term] = tf
+        tables = {row[0] for row in store.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert analysed == [keyword_text(None, "", texts[4])]  # only the passage left
+    assert held == {f"/corpus/a.txt#{i}": dict(term_counts(keyword_text(None, "", text))) for i, text in enumerate(texts)}
+    assert not any(table.endswith("_next") for table in tables)
+
+    with Store(path) as store:  # stopped again, then a passage goes before the upgrade goes on
+        store.con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    writes.clear()
+    monkeypatch.setattr(reanalysis, "_write", stopped_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        Store(path)
+    monkeypatch.setattr(reanalysis, "_write", write)
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM chunks WHERE id = '/corpus/a.txt#0'")
+    con.close()
+    analysed.clear()
+    with Store(path) as store:
+        ids = {row[0] for row in store.con.execute("SELECT chunk_id FROM kw_lengths").fetchall()}
+    assert ids == {f"/corpus/a.txt#{i}" for i in range(1, 5)} and len(analysed) == 1 + 4  # the rest, then anew
+
+
 def test_a_large_upgrade_is_analysed_by_worker_processes_and_says_how_far_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,6 +295,7 @@ def test_a_large_upgrade_is_analysed_by_worker_processes_and_says_how_far_it_is(
     monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 3)
     monkeypatch.setattr(reanalysis, "POOL_FROM", 5)
     monkeypatch.setattr(reanalysis, "_cores", lambda: 2)
+    monkeypatch.setattr(reanalysis, "_may_spawn", lambda: True)  # pytest's main module is guarded
     monkeypatch.setattr(reanalysis, "SAY_AFTER", 0.0)
     monkeypatch.setattr(reanalysis, "SAY_EVERY", 0.0)
     path = tmp_path / "old.duckdb"

@@ -15,6 +15,7 @@ from conftest import EXAMPLE_NOTES
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import IndexLock
+from oboyu.index.schema import SCHEMA_VERSION
 from oboyu.index.store import Store
 from oboyu.models.embedding import Embedder
 from oboyu.modes import Mode
@@ -517,3 +518,30 @@ def test_the_preview_of_a_passage_inside_one_long_line_starts_at_the_passage() -
     assert "retryConn" in "".join(rows[i] for i in marked)
     assert not rows[row].startswith("2 ")  # a row of line 2 well after its first
     assert snippet_columns("a short line", "short") is None  # the passage is the line: all of it marked
+
+
+def test_an_index_upgraded_as_the_app_opens_it_says_how_far_it_is(
+    db: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library's log goes to stderr, which nobody sees while the app owns the terminal: an
+    older index's upgrade (minutes at a million passages) showed nothing. Its lines are
+    notifications, and the upgraded index answers."""
+    from oboyu.index import reanalysis
+
+    with Store(db) as store:
+        store.con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    monkeypatch.setattr(reanalysis, "KEYWORD_BATCH", 1)
+    monkeypatch.setattr(reanalysis, "SAY_AFTER", 0.0)
+    monkeypatch.setattr(reanalysis, "SAY_EVERY", 0.0)
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: any("upgrading the index" in n.message and "ETA" in n.message
+                                           for n in app._notifications))
+            await type_query(pilot, "飴色")
+            await until(pilot, lambda: "飴色" in preview_text(app))
+
+    asyncio.run(run())
+    with Store(db, read_only=True) as store:
+        assert store.get_meta("schema_version") == str(SCHEMA_VERSION)

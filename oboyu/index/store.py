@@ -131,6 +131,7 @@ class Store(RootTable):
             if version.isdigit() and int(version) < schema.SCHEMA_VERSION:
                 if self.read_only:
                     raise _NeedsUpgrade(version)
+                schema.prepare(self, int(version))  # the long part, committed as it goes
                 with self._transaction():
                     self._bump_generation()
                     schema.migrate(self, int(version))
@@ -348,20 +349,21 @@ class Store(RootTable):
             self.con.execute(f"DELETE FROM chunks WHERE document_id IN ({ids})")
             self.con.execute(f"DELETE FROM documents WHERE id IN ({ids})")
 
-    def insert_keywords(self, counts: list[tuple[str, dict[str, int]]]) -> None:
+    def insert_keywords(self, counts: list[tuple[str, dict[str, int]]], tables: str = "") -> None:
         """Keyword postings and lengths of these chunks (the caller holds a transaction); a
-        chunk's length counts its words, not the bigrams of its unknown ones."""
+        chunk's length counts its words, not the bigrams of its unknown ones. `tables`: a suffix
+        of the tables' names (an upgrade's keyword index is made beside the one in use)."""
         postings = [(cid, term, n) for cid, terms in counts for term, n in terms.items()]
         if postings:
             insert_columns(
                 self.con,
-                "kw_postings",
+                f"kw_postings{tables}",
                 [objects([p[0] for p in postings]), objects([p[1] for p in postings]), np.array([p[2] for p in postings], dtype=np.int32)],
             )
         if counts:
             insert_columns(
                 self.con,
-                "kw_lengths",
+                f"kw_lengths{tables}",
                 [objects([cid for cid, _ in counts]), np.array([words_in(terms) for _, terms in counts], dtype=np.int32)],
             )
 

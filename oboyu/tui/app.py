@@ -6,6 +6,7 @@ searches, previews, indexing) runs in threads; the UI thread only draws."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -34,7 +35,7 @@ from oboyu.text import visible
 from oboyu.tui.indexes import IndexScreen
 from oboyu.tui.indexing import IndexingApp
 from oboyu.tui.memory import AppMemory, Opened
-from oboyu.tui.messages import AnswerReady, FiltersChosen, ReindexRequested, StopRequested
+from oboyu.tui.messages import AnswerReady, FiltersChosen, LibraryLog, LibraryMessage, ReindexRequested, StopRequested
 from oboyu.tui.opening import ToOpen, open_files
 from oboyu.tui.screens import FilterScreen, HelpScreen, PromptScreen, RecentScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
@@ -88,12 +89,16 @@ class OboyuApp(IndexingApp):
         self._history_at: int | None = None  # the history entry the box shows, while it is unchanged
         self.typed = ""  # what the search box holds
         self.queries_served = QueryServer(self.live)  # started on mount
+        self.library_log = LibraryLog(self)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
         """Notifications carry file names and error messages: never read as markup, control
         characters made visible."""
         super().notify(visible(message), title=visible(title), severity=severity, timeout=timeout, markup=markup)
+
+    def on_library_message(self, message: LibraryMessage) -> None:
+        self.notify(message.text, timeout=10)
 
     def action_help_quit(self) -> None:
         """Textual's answer to Ctrl+C, in plain words: its own is markup, which notify() shows as
@@ -114,6 +119,7 @@ class OboyuApp(IndexingApp):
         yield Footer()
 
     def on_mount(self) -> None:
+        logging.getLogger("oboyu").addHandler(self.library_log)
         self.query_one(ResultList).border_title = "Results"
         self.query_one(Preview).clear("Type to search.")
         self.query_one("#query", Input).focus()
@@ -138,6 +144,7 @@ class OboyuApp(IndexingApp):
         self.query_one("#body").set_class(event.size.width < WIDE_COLUMNS, "narrow")
 
     def on_unmount(self) -> None:
+        logging.getLogger("oboyu").removeHandler(self.library_log)
         self._searches.stop()
         self._index_stop.set()
         self.remember_last_search()

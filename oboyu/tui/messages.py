@@ -4,8 +4,10 @@ reactive attributes: no screen calls into the app."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from textual.app import App
 from textual.message import Message
 
 from oboyu.index.reports import IndexProgress, IndexStats
@@ -91,3 +93,25 @@ class RemovalFailed(Message):
     def __init__(self, root: str, error: Exception) -> None:
         super().__init__()
         self.root, self.error = root, error
+
+
+class LibraryMessage(Message):
+    """A line of the library's log: an upgrade's progress, a wait for another process, a cache
+    moved aside. From any thread."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class LibraryLog(logging.Handler):
+    """The library's log, posted to the app as LibraryMessages: the CLI writes it on stderr, which
+    nobody sees while the app owns the terminal (an index's upgrade, minutes at a million
+    passages, showed nothing)."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__(logging.WARNING)
+        self.app = app
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.app.post_message(LibraryMessage(record.getMessage()))  # thread-safe
