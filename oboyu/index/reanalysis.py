@@ -35,10 +35,8 @@ POOL_FROM = 20_000  # passages; fewer are analysed here (a worker takes about a 
 MOST_WORKERS = 8
 SAY_AFTER, SAY_EVERY = 2.0, 30.0  # seconds: a short upgrade says nothing, a long one every so often
 _log = logging.getLogger(__name__)
-_Terms = Callable[[], list[Counter[str]]]  # waits for the terms of a batch of texts
-
-
 NEXT = "_next"  # the suffix of the tables an upgrade fills beside the keyword index in use
+_Terms = Callable[[], list[Counter[str]]]  # waits for the terms of a batch of texts
 
 
 class Store(Protocol):
@@ -171,7 +169,7 @@ class _Progress:
         if now - self.said < (SAY_EVERY if self.spoke else SAY_AFTER):
             return
         self.said, self.spoke = now, True
-        rate = (self.done - self.before) / (now - self.started)
+        rate = (self.done - self.before) / max(now - self.started, 1e-6)
         left = (self.total - self.done) / rate if rate else 0.0
         _log.warning(f"upgrading the index for this oboyu's keyword search (once): the words of {self.done:,} "
                      f"of {self.total:,} passages analysed again · {rate:,.0f}/s · ETA {format_duration(left)}")
