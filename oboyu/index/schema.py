@@ -1,14 +1,15 @@
 """The index's tables and their versions: `create` makes the current schema; each older version
-has one migration, numbered by the version it brings the file to, run in order in one transaction.
+has one migration, numbered by the version it brings the file to, run in order in one transaction
+(a keyword index analysed anew is made beside the old before it: `prepare`).
 
 Versions: 1 documents and chunks; 2 the keyword index (kw_postings, kw_lengths); 3 roots, PDF pages
 of chunks; 4 the folders each root's last walk left out; 5 web pages read again (their navigation and
 link bars left out, lines counted in the text shown); page_start/page_end hold any format's parts;
 6 the keyword index rebuilt with Japanese spellings folded (UniDic lemmas, kana); 7 rebuilt again
 with the character bigrams of unknown words, and the files that cannot be indexed remembered; 8 a
-description of each root; 9 and 10 the keyword index rebuilt with English words stemmed by Snowball,
-then Latin words joined by hyphens or underscores made one word too (`reanalysis`). The embeddings table is made when the index's model is set (its width is
-the model's).
+description of each root; 9 and 10 the keyword index rebuilt with English words stemmed by
+Snowball, then Latin words joined by hyphens or underscores made one word too (`reanalysis`). The
+embeddings table is made when the index's model is set (its width is the model's).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
     room = width - number_width - 3  # the number, a space, the gutter's mark and a space
     console = Console(width=max(room, 1), file=io.StringIO(), color_system=None) if room > 0 else None
     out = Text(no_wrap=True, overflow="crop", end="")
-    rows = 0
+    rows = first_row = 0
     passage_row: int | None = None
     for number in range(lo, hi + 1):
         line = highlighted(lines[number - 1], spans.get(number, []))
@@ -57,8 +57,8 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
         if focus is not None and focused:
             raw = lines[number - 1]
             line.stylize(_FOCUS, len(visible(raw[: focus[0]])), len(visible(raw[: focus[1]])))
-        if number == first and not focused:
-            passage_row = rows
+        if number == first:
+            first_row = rows  # where the passage starts, unless its focus is further down the line
         parts = list(line.wrap(console, room, no_wrap=False, overflow="fold")) if console else [line]
         for i, part in enumerate(parts or [line]):
             inside = first <= number <= last and (not focused or any(span.style == _FOCUS for span in part.spans))
@@ -71,7 +71,7 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
             out.append("▌ " if inside else "  ", style="yellow" if inside else "")
             out.append_text(part)
             rows += 1
-    return out, passage_row or 0
+    return out, first_row if passage_row is None else passage_row
 
 
 def read_preview(result: Result, query: str, width: int = 0) -> tuple[Text, int]:
