@@ -17,7 +17,7 @@ processes; `--no-workers` in the process alone, to measure what they add.
 
 from __future__ import annotations
 
-import argparse
+import argparse  # BooleanOptionalAction
 import json
 import subprocess
 import sys
@@ -88,7 +88,7 @@ def measure(index: Path, workers: bool) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = harness.parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     making = commands.add_parser("build")
     making.add_argument("out", type=Path)

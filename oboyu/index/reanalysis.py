@@ -39,13 +39,17 @@ NEXT = "_next"  # the suffix of the tables an upgrade fills beside the keyword i
 _Terms = Callable[[], list[Counter[str]]]  # waits for the terms of a batch of texts
 
 
-class Store(Protocol):
+class KeywordStore(Protocol):
+    """What the re-analysis uses of `store.Store`."""
+
     con: duckdb.DuckDBPyConnection
 
     def insert_keywords(self, counts: list[tuple[str, dict[str, int]]], tables: str = "") -> None: ...
 
+    def _transaction(self) -> contextlib.AbstractContextManager[None]: ...
 
-def make_keywords_beside(store: Store) -> None:
+
+def make_keywords_beside(store: KeywordStore) -> None:
     """Every passage's keyword terms from its stored text, into kw_postings_next and
     kw_lengths_next, a batch at a time in id order, each batch committed: what a stopped upgrade
     made is kept, and it goes on after the last passage it wrote (the caller holds the file for
@@ -73,7 +77,7 @@ def make_keywords_beside(store: Store) -> None:
         make_keywords_beside(store)
 
 
-def put_keywords_in_place(store: Store) -> None:
+def put_keywords_in_place(store: KeywordStore) -> None:
     """The keyword index `make_keywords_beside` made, in place of the one in use (the caller
     holds a transaction)."""
     for table in ("kw_postings", "kw_lengths"):
@@ -94,15 +98,10 @@ def _batches(con: duckdb.DuckDBPyConnection, after: str) -> Iterator[tuple[list[
         after = rows[-1][0]
 
 
-def _write(store: Store, ids: list[str], terms: _Terms, progress: _Progress) -> None:
+def _write(store: KeywordStore, ids: list[str], terms: _Terms, progress: _Progress) -> None:
     counts = terms()
-    store.con.execute("BEGIN")
-    try:
+    with store._transaction():
         store.insert_keywords([(cid, c) for cid, c in zip(ids, counts, strict=True)], tables=NEXT)
-    except BaseException:
-        store.con.execute("ROLLBACK")
-        raise
-    store.con.execute("COMMIT")
     progress.advance(len(ids))
 
 

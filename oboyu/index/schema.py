@@ -18,18 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-import duckdb
-
-from oboyu.index.reanalysis import make_keywords_beside, put_keywords_in_place
+from oboyu.index.reanalysis import KeywordStore, make_keywords_beside, put_keywords_in_place
 
 
-class Store(Protocol):
+class Store(KeywordStore, Protocol):
     """What the migrations use of `store.Store` (named here so that the store imports its schema,
-    never the other way round)."""
-
-    con: duckdb.DuckDBPyConnection
-
-    def insert_keywords(self, counts: list[tuple[str, dict[str, int]]], tables: str = "") -> None: ...
+    never the other way round): the keyword index's writes, and roots' names."""
 
     def unique_root_name(self, base: str) -> str: ...
 

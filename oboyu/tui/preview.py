@@ -54,7 +54,7 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
     for number in range(lo, hi + 1):
         line = highlighted(lines[number - 1], spans.get(number, []))
         focused = focus is not None and number == first
-        if focus is not None and focused:
+        if focused and focus:
             raw = lines[number - 1]
             line.stylize(_FOCUS, len(visible(raw[: focus[0]])), len(visible(raw[: focus[1]])))
         if number == first:
