@@ -14,17 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.index_file import IndexFile, WritableIndex
-from oboyu.index.indexer import Indexer, OnProgress, Workers
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_embedder, load_reranker
 from oboyu.progress import ProgressLine
 from oboyu.search.live import LiveIndex
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the indexer's modules are read only by a command that indexes: not by a query
     from oboyu.index.cluster import Cluster
+    from oboyu.index.indexer import Indexer, OnProgress, Workers
 
 __all__ = ["IndexFile", "index_model", "open_cluster", "open_embedder", "open_indexer", "open_live", "open_reading"]
 
@@ -58,6 +57,9 @@ def open_indexer(index: WritableIndex, embedder: Embedder, *, progress: Progress
     """An Indexer as every front end wants it: vectors kept in and taken from the embedding
     cache, the index file opened only for each batch's write; `workers` (a Ray cluster's,
     `open_cluster`) prepare and embed."""
+    from oboyu.index.embedding_cache import EmbeddingCache
+    from oboyu.index.indexer import Indexer
+
     return Indexer(index, embedder, progress=progress, on_progress=on_progress, follow_symlinks=follow_symlinks, stop=stop,
                    cache=EmbeddingCache.default(), full=full, workers=workers)
 

@@ -1,4 +1,4 @@
-"""Where the index and the caches live (platformdirs, overridable by environment), and path tests."""
+"""Where the index and the caches live (platformdirs, overridable by environment), path tests and a file's time as the index stores it."""
 
 from __future__ import annotations
 
@@ -84,3 +84,11 @@ def stored_path(path: str | Path) -> str:
 def disk_path(stored: str) -> str:
     """The path as the system names it (bad bytes as surrogates again): what open() takes."""
     return stored.translate(_FROM_STORE) if RESERVED_IN_NAMES.search(stored) else stored
+
+
+def time_stamp(ns: int) -> int:
+    """A file's time as the index stores it (a 64-bit count of nanoseconds since 1970): a date
+    past April 2262 or before 1678 (`touch -d 2300-01-01`, a damaged archive) is held at the
+    nearest end rather than stopping the run (two such times look alike: an edit that keeps the
+    size is then found by `--full`)."""
+    return min(max(ns, -(2**63)), 2**63 - 1)

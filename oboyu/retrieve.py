@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oboyu.documents.crawl import reaches, time_stamp
+from oboyu.documents.crawl import reaches
 from oboyu.documents.extracted import LINE_BREAK
 from oboyu.documents.filetypes import PART_UNITS
 from oboyu.documents.viewing import Shown, read_document
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
-from oboyu.paths import disk_path, is_within, stored_path
+from oboyu.paths import disk_path, is_within, stored_path, time_stamp
 from oboyu.search.filters import CASE_INSENSITIVE_FILES
 
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a file larger than this is not read (the indexer stops at 10 MB)

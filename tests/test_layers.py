@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import importlib
 import json
 import subprocess
 import sys
@@ -76,7 +77,14 @@ def test_subpackages_say_what_lives_there_and_export_their_names() -> None:
     for init in sorted(PACKAGE.glob("*/__init__.py")) + sorted(PACKAGE.glob("models/*/__init__.py")):
         tree = ast.parse(init.read_text(encoding="utf-8"))
         assert ast.get_docstring(tree), init
-        if init.parent.name != "convert":  # the pipeline's steps are modules, run by convert()
+        stub = init.with_suffix(".pyi")
+        if stub.exists():  # names loaded when first asked for: each is one the stub imports
+            package = importlib.import_module(_module_name(init))
+            names = [a.name for n in ast.parse(stub.read_text(encoding="utf-8")).body if isinstance(n, ast.ImportFrom)
+                     for a in n.names]
+            assert names and sorted(package.__all__) == sorted(names), init
+            assert all(getattr(package, name) is not None for name in names), init
+        elif init.parent.name != "convert":  # the pipeline's steps are modules, run by convert()
             exported = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
             assert ast.literal_eval(exported.value), init
 
@@ -116,7 +124,7 @@ def test_no_module_is_over_500_lines() -> None:
     assert not long, long
 
 
-def test_a_query_loads_neither_torch_transformers_nor_the_conversion_code(oboyu_env: dict, tmp_path: Path) -> None:
+def test_a_query_loads_neither_torch_nor_the_conversion_code_nor_the_indexer(oboyu_env: dict, tmp_path: Path) -> None:
     script = (
         "import json, sys, runpy\n"
         "sys.argv = ['oboyu'] + sys.argv[1:]\n"
@@ -135,3 +143,7 @@ def test_a_query_loads_neither_torch_transformers_nor_the_conversion_code(oboyu_
     assert {"onnxruntime", "openvino"} & loaded
     assert not {m for m in loaded if m.split(".")[0] in ("torch", "transformers", "textual", "mcp")}
     assert not {m for m in loaded if m.startswith(("oboyu.models.convert", "oboyu.tui", "oboyu.mcp"))}
+    # a one-shot query's start: none of the indexer, the walk, the readers or the hub's download
+    unread = {"oboyu.index.indexer", "oboyu.documents.crawl", "oboyu.documents.extract", "oboyu.models.default.fetch",
+              "pathspec", "lxml", "tokenizers", "multiprocessing"}
+    assert not unread & loaded, unread & loaded

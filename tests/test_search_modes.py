@@ -1,6 +1,7 @@
 """Keyword BM25 against a hand-computed example, fusion, evaluation metrics and result shape,
 on real DuckDB files."""
 
+import concurrent.futures
 import io
 import os
 import subprocess
@@ -305,8 +306,8 @@ def test_a_large_upgrade_is_analysed_by_worker_processes_and_says_how_far_it_is(
         add_document(store, "/corpus/a.txt", [(text, {"meeting": 1}) for text in texts])
         store.con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
     spawned = []
-    pool = reanalysis.ProcessPoolExecutor
-    monkeypatch.setattr(reanalysis, "ProcessPoolExecutor", lambda *a, **k: spawned.append(a) or pool(*a, **k))
+    pool = concurrent.futures.ProcessPoolExecutor  # imported by the upgrade when it spawns
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: spawned.append(a) or pool(*a, **k))
     said: list[str] = []
     monkeypatch.setattr(reanalysis._log, "warning", said.append)  # the CLI's handler may hold the "oboyu" logger
     with Store(path) as store:

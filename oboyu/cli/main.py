@@ -7,6 +7,7 @@ that named no indexed file), 2 error, 130 interrupted, 141 the reader of stdout 
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 import os
 import signal
@@ -18,13 +19,7 @@ import click
 
 from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
-from oboyu.cli.getting import get
-from oboyu.cli.indexing import describe, index, reindex, remove, status
 from oboyu.cli.interrupts import INTERRUPTED, interrupt_outside_imports, leave_closed_pipe, leave_now
-from oboyu.cli.models import models
-from oboyu.cli.searching import eval_command, query
-from oboyu.cli.serving import serve
-from oboyu.cli.system import cache, config_command, doctor, mcp, tui
 from oboyu.errors import OboyuError
 from oboyu.text import visible
 
@@ -34,7 +29,28 @@ class _Interrupted(Exception):
     KeyboardInterrupt (to close a terminal's `^C`): a stray line where stderr is a log."""
 
 
+# each command's name, module in oboyu.cli and function: a command's module is imported when it
+# runs, so that `oboyu query` never reads the indexer's modules
+COMMANDS = {
+    "tui": ("system", "tui"), "index": ("indexing", "index"), "reindex": ("indexing", "reindex"),
+    "remove": ("indexing", "remove"), "describe": ("indexing", "describe"), "query": ("searching", "query"),
+    "serve": ("serving", "serve"), "get": ("getting", "get"), "status": ("indexing", "status"),
+    "cache": ("system", "cache"), "config": ("system", "config_command"), "doctor": ("system", "doctor"),
+    "mcp": ("system", "mcp"), "eval": ("searching", "eval_command"), "models": ("models", "models"),
+}
+
+
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"oboyu.cli.{module}"), name)
+        return command
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -61,14 +77,9 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
         os.environ[ENV_OVERRIDE] = provider  # read where a session is made, in this process and its children
     if ctx.invoked_subcommand is None:
         if sys.stdin.isatty() and sys.stdout.isatty():
-            ctx.invoke(tui)
+            ctx.invoke(cli.get_command(ctx, "tui"))  # type: ignore[arg-type]
         else:
             click.echo(ctx.get_help())
-
-
-for command in (tui, index, reindex, remove, describe, query, serve, get, status, cache, config_command, doctor, mcp, eval_command,
-                models):
-    cli.add_command(command)
 
 
 class _LibraryMessages(logging.Handler):

@@ -2,16 +2,8 @@
 dispatch for every format; the readers of each format in `formats`), passages (chunking), the
 words keyword search reads (keywords) and the text a person is shown (viewing)."""
 
-from oboyu.documents.chunking import Chunk, Chunker
-from oboyu.documents.crawl import FileEntry, Skipped, crawl, crawl_part
-from oboyu.documents.decoding import decode
-from oboyu.documents.extract import extract, extract_file
-from oboyu.documents.extracted import Extracted, Unextractable, split_lines
-from oboyu.documents.filetypes import file_type_for
-from oboyu.documents.keywords import match_spans, term_counts, words
-from oboyu.documents.viewing import Shown, read_document
+import lazy_loader
 
-__all__ = [
-    "Chunk", "Chunker", "Extracted", "FileEntry", "Shown", "Skipped", "Unextractable", "crawl", "crawl_part", "decode",
-    "extract", "extract_file", "file_type_for", "match_spans", "read_document", "split_lines", "term_counts", "words",
-]
+# the names of __init__.pyi, each imported when first asked for: importing one of the package's
+# modules runs this file, and a query must not load every module the package has
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

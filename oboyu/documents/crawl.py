@@ -23,7 +23,7 @@ from oboyu.config import settings
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.filetypes import SNIFF_BYTES, file_type_for, sniffed_type, unsupported_reason
 from oboyu.documents.patterns import compile_patterns
-from oboyu.paths import RESERVED_IN_NAMES
+from oboyu.paths import RESERVED_IN_NAMES, time_stamp
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 JUNK_DIRS = frozenset(
@@ -330,14 +330,6 @@ def _check_file(path: Path, root: Path, info: os.stat_result, max_bytes: int) ->
         if file_type is None:
             return Skipped(path, "no extension, and not text")
     return FileEntry(path, root, info.st_size, time_stamp(info.st_mtime_ns), file_type)
-
-
-def time_stamp(ns: int) -> int:
-    """A file's time as the index stores it (a 64-bit count of nanoseconds since 1970): a date
-    past April 2262 or before 1678 (`touch -d 2300-01-01`, a damaged archive) is held at the
-    nearest end rather than stopping the run (two such times look alike: an edit that keeps the
-    size is then found by `--full`)."""
-    return min(max(ns, -(2**63)), 2**63 - 1)
 
 
 def size_cap_reason(max_bytes: int) -> str:

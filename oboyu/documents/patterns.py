@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import logging
 import re
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from oboyu.text import visible
+
+if TYPE_CHECKING:  # imported where a pattern is compiled: a query without one never needs it
+    import pathspec
 
 _log = logging.getLogger(__name__)
 
 
 def pattern_problem(pattern: str) -> str | None:
     """Why a gitignore pattern cannot be used, or None when it can."""
+    import pathspec
+
     try:
         pathspec.GitIgnoreSpec.from_lines([pattern])
     except re.error as exc:  # the regular expression pathspec made of it
@@ -28,6 +32,8 @@ def pattern_problem(pattern: str) -> str | None:
 def compile_patterns(lines: list[str], source: str, unit: str = "line") -> pathspec.GitIgnoreSpec:
     """The lines as one spec; a line that is not a pattern is left out with a warning that names
     `source`, the line (or other `unit`) and why (git, too, skips a line it cannot read)."""
+    import pathspec
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
     except (ValueError, re.error):

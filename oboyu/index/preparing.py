@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
-from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason, time_stamp
+from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import extract_file
 from oboyu.documents.extracted import Unextractable
@@ -21,7 +21,7 @@ from oboyu.documents.keywords import term_counts
 from oboyu.index.chunk_cache import ChunkCache
 from oboyu.index.records import DocumentRecord, StoredFile, keyword_text
 from oboyu.models.embedding import Embedder
-from oboyu.paths import stored_path
+from oboyu.paths import stored_path, time_stamp
 
 
 @dataclass

@@ -14,21 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
 from oboyu.documents.keywords import counts_of
 from oboyu.index.records import keyword_text
 from oboyu.progress import format_duration
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 KEYWORD_BATCH = 4096  # passages read at a time, not every passage's text and terms held at once
 POOL_FROM = 20_000  # passages; fewer are analysed here (a worker takes about a second to start)
@@ -113,6 +114,9 @@ def _analysis(total: int) -> Iterator[Callable[[list[str]], _Terms]]:
         yield _here
         return
     # spawned, not forked: this process has DuckDB's threads running
+    import multiprocessing  # read only by a large upgrade: not at every open
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
 
         def start(texts: list[str]) -> _Terms:

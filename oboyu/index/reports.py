@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oboyu.documents.crawl import Hidden, JunkFolder, Skipped
 from oboyu.index.records import Root
 from oboyu.progress import format_duration
 from oboyu.text import counted, visible
 
-if TYPE_CHECKING:  # the cache's module loads the model's: not for a query's reports
+if TYPE_CHECKING:  # the cache's module loads the model's, the walk's pathspec: not for a query's reports
+    from oboyu.documents.crawl import Skipped
     from oboyu.index.embedding_cache import Lookup
 
 
@@ -35,6 +35,8 @@ class IndexStats:
 
     def found_skipped(self, items: list[Skipped]) -> None:
         """What the walk skipped: hidden entries apart, said only by -v; junk folders apart."""
+        from oboyu.documents.crawl import Hidden, JunkFolder
+
         for item in items:
             kind = self.hidden if isinstance(item, Hidden) else self.junk if isinstance(item, JunkFolder) else self.skipped
             kind.append(item)

@@ -19,7 +19,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from oboyu.documents.crawl import reaches
 from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
@@ -419,6 +418,8 @@ class Store(RootTable):
         """Remember a folder to index. Roots inside it that its walk reaches merge into it; those
         it does not (a junk, hidden or ignored folder the user named) stay roots of their own. A
         name must be unique."""
+        from oboyu.documents.crawl import reaches  # the walk's rules (pathspec): not read by a query
+
         existing = self.root_named(path)
         if name is not None:
             other = self.root_named(name)

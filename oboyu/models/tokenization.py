@@ -12,8 +12,10 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokenizers import Tokenizer
+if TYPE_CHECKING:  # loaded with a tokenizer.json: the default model's light tokenizer needs none
+    from tokenizers import Tokenizer
 
 from oboyu.errors import OboyuError
 from oboyu.text import pieces
@@ -22,6 +24,8 @@ MECAB = "mecab-unidic-lite"  # the manifest's `word_segmenter` for BertJapaneseT
 
 
 def load_tokenizer(path: Path, word_segmenter: str | None = None) -> Tokenizer | MecabWordPiece:
+    from tokenizers import Tokenizer
+
     tokenizer = Tokenizer.from_file(str(path))
     # the engine pads per batch and truncates itself, so token counts and offsets are whole
     tokenizer.no_padding()

@@ -15,13 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
-
-from oboyu.documents.crawl import time_stamp
 from oboyu.documents.filetypes import FORMAT_EXT, file_type_for
 from oboyu.documents.patterns import pattern_problem
 from oboyu.errors import OboyuError
+from oboyu.paths import time_stamp
+
+if TYPE_CHECKING:  # compiled only for a query with path patterns
+    import pathspec
 
 # macOS and Windows name files case-insensitively: there `*.md` matches `todo.MD` as the Finder does
 CASE_INSENSITIVE_FILES = sys.platform in ("darwin", "win32")
@@ -110,6 +112,8 @@ def _specs(patterns: tuple[str, ...], root: str, roots: tuple[str, ...],
             pattern = "/" + pattern[len(root.rstrip(os.sep)) + 1:] if len(pattern) > len(root) + 1 else "*"  # anchored
         pattern = pattern.replace(os.sep, "/")
         (excludes if negated else includes).append(pattern.lower() if ignore_case else pattern)
+    import pathspec
+
     include_spec = pathspec.GitIgnoreSpec.from_lines(includes) if any_include else None
     return include_spec, pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
 

