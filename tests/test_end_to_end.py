@@ -136,6 +136,22 @@ def test_usage_errors_are_one_line(oboyu_env: dict) -> None:
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("oboyu: error:")
 
 
+def test_each_command_is_found_by_its_name_and_listed_in_the_help(oboyu_env: dict) -> None:
+    import click
+
+    from oboyu.cli.main import COMMANDS, cli
+
+    context = click.Context(cli)
+    for name in COMMANDS:  # each imported only when it runs: a wrong module or function shows here
+        command = cli.get_command(context, name)
+        assert command is not None and command.name == name, name
+    assert cli.get_command(context, "serach") is None
+    listed = oboyu(oboyu_env, "--help").stdout
+    assert all(f"  {name} " in listed for name in COMMANDS), listed
+    unknown = oboyu(oboyu_env, "serach", "x")
+    assert unknown.returncode == 2 and "No such command 'serach'" in unknown.stderr and "query" not in unknown.stdout
+
+
 def test_stdin_batch_and_explain(tree: Path, oboyu_env: dict) -> None:
     assert oboyu(oboyu_env, "index", str(tree), "--quiet").returncode == 0
     batch = subprocess.run(

@@ -77,7 +77,9 @@ def cli(ctx: click.Context, debug: bool, provider: str | None) -> None:
         os.environ[ENV_OVERRIDE] = provider  # read where a session is made, in this process and its children
     if ctx.invoked_subcommand is None:
         if sys.stdin.isatty() and sys.stdout.isatty():
-            ctx.invoke(cli.get_command(ctx, "tui"))  # type: ignore[arg-type]
+            from oboyu.cli.system import tui
+
+            ctx.invoke(tui)
         else:
             click.echo(ctx.get_help())
 
