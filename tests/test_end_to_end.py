@@ -148,8 +148,11 @@ def test_each_command_is_found_by_its_name_and_listed_in_the_help(oboyu_env: dic
     assert cli.get_command(context, "serach") is None
     listed = oboyu(oboyu_env, "--help").stdout
     assert all(f"  {name} " in listed for name in COMMANDS), listed
-    unknown = oboyu(oboyu_env, "serach", "x")
-    assert unknown.returncode == 2 and "No such command 'serach'" in unknown.stderr and "query" not in unknown.stdout
+    unknown = oboyu(oboyu_env, "serach", "x")  # a user trial's guesses: a typo, and `search`
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+    assert "No such command 'serach'; did you mean `oboyu query`?" in unknown.stderr
+    assert "did you mean `oboyu status`?" in oboyu(oboyu_env, "statu").stderr
+    assert "did you mean" not in oboyu(oboyu_env, "xyzzy").stderr
 
 
 def test_stdin_batch_and_explain(tree: Path, oboyu_env: dict) -> None:

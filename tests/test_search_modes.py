@@ -98,6 +98,31 @@ def test_keyword_mode_results_and_evaluation_metrics(store: Store) -> None:
         search(SqlRanker(store), None, "猫", mode=Mode.HYBRID)
 
 
+def test_evaluation_files_with_a_wrong_line_say_which_line(tmp_path: Path) -> None:
+    from oboyu.search.evaluate import read_absent, read_queries, write_corpus
+
+    docs, queries, absent = tmp_path / "docs.jsonl", tmp_path / "queries.jsonl", tmp_path / "absent.jsonl"
+    docs.write_text('{"id": "a", "text": "猫"}\n\n{"id": "b"}\n', encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"docs.jsonl, line 3: each document needs `id` and `text`"):
+        write_corpus(docs, tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists()  # nothing written for a file with a wrong line
+    queries.write_text('{"query": "猫", "relevant_doc_id": "a"}\n' * 3 + "{bad\n", encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"queries.jsonl, line 4: not JSON \(Expecting property name"):
+        read_queries(queries)
+    queries.write_text('{"query": "猫", "relevant_doc_id": "a"}\n["猫"]\n', encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"line 2: not a JSON object"):
+        read_queries(queries)
+    queries.write_text('{"query": "猫", "relevant_doc_ids": "a"}\n', encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"line 1: each query needs"):
+        read_queries(queries)
+    absent.write_text('{"query": "犬"}\n{"q": "鳥"}\n', encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"absent.jsonl, line 2: each line needs `query`"):
+        read_absent(absent)
+    absent.write_bytes(b'{"query": "\x82\xa0"}\n')  # Shift_JIS, not UTF-8
+    with pytest.raises(OboyuError, match=r"cannot read .*absent.jsonl"):
+        read_absent(absent)
+
+
 def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:
     with Store(tmp_path / "eval.duckdb") as store:
         store.set_model("test-model", 4)
@@ -132,6 +157,19 @@ def test_a_snippet_of_rows_shows_the_row_asked_about() -> None:
     snippet, spans = make_snippet("\r\n".join(rows), "タクシー代", limit=120)
     assert "費目: タクシー代" in snippet and "row 2:" not in snippet
     assert [snippet[a:b] for a, b in spans] == ["タクシー代"]
+
+
+def test_a_snippet_of_one_long_line_shows_the_word_asked_about() -> None:
+    """A user trial: a passage cut from a 500 KB line (no full stop, no line break) had its first
+    200 characters as the snippet and no match marked."""
+    for text, query, word in (("alpha beta gamma " * 60 + "UNIQUEMARKER here " + "delta " * 40, "UNIQUEMARKER", "UNIQUEMARKER"),
+                              ("あいうえおかきくけこ" * 60 + "秘密の合言葉" + "さしすせそ" * 40, "合言葉", "合言葉")):
+        snippet, spans = make_snippet(text, query)
+        assert snippet.startswith("…") and snippet.endswith("…") and len(snippet) <= 200, snippet
+        assert [snippet[a:b] for a, b in spans] == [word], snippet
+        assert snippet.index(word) < 100  # the word near the start, as in a sentence that holds it
+    plain = "alpha beta gamma " * 60
+    assert make_snippet(plain, "UNIQUEMARKER")[0].startswith("alpha beta")  # no match: the passage's start
 
 
 def test_terminal_highlight_and_no_color(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ that named no indexed file), 2 error, 130 interrupted, 141 the reader of stdout 
 
 from __future__ import annotations
 
+import difflib
 import errno
 import importlib
 import logging
@@ -39,8 +40,20 @@ COMMANDS = {
     "mcp": ("system", "mcp"), "eval": ("searching", "eval_command"), "models": ("models", "models"),
 }
 
+# words a person may try for a command (a user trial typed `oboyu search`)
+GUESSES = {"search": "query", "find": "query", "ask": "query", "show": "get", "cat": "get", "read": "get",
+           "delete": "remove", "forget": "remove", "app": "tui", "info": "status"}
+
 
 class _Group(click.Group):
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name.lower(), [*COMMANDS, *GUESSES], n=1, cutoff=0.7)
+            if close:
+                raise click.UsageError(f"No such command {name!r}; did you mean `oboyu {GUESSES.get(close[0], close[0])}`?", ctx)
+        return super().resolve_command(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

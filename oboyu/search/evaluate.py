@@ -56,11 +56,28 @@ def _open_text(path: Path):
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    return [row for _, row in _numbered_rows(path)]
+
+
+def _numbered_rows(path: Path) -> list[tuple[int, dict]]:
+    """Each JSON object of a JSON-lines file with its line number; a line that is not one is an
+    error that names the line (JSON's own position is within the line)."""
+    rows = []
     try:
         with _open_text(path) as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-    except (OSError, ValueError) as exc:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise OboyuError(f"{path}, line {number}: not JSON ({exc})") from exc
+                if not isinstance(row, dict):
+                    raise OboyuError(f"{path}, line {number}: not a JSON object")
+                rows.append((number, row))
+    except (OSError, ValueError) as exc:  # a missing file, a folder, bytes that are not UTF-8
         raise OboyuError(f"cannot read {path}: {exc}") from exc
+    return rows
 
 
 def p95(values: list[float]) -> float:
@@ -71,10 +88,10 @@ def p95(values: list[float]) -> float:
 
 def read_queries(path: Path) -> list[Query]:
     queries: list[Query] = []
-    for row in read_jsonl(path):
+    for number, row in _numbered_rows(path):
         relevant = row.get("relevant_doc_ids") or [row.get("relevant_doc_id")]
-        if not row.get("query") or not all(relevant):
-            raise OboyuError(f"{path}: each query needs `query` and `relevant_doc_id(s)`")
+        if not row.get("query") or not isinstance(relevant, list) or not all(relevant):
+            raise OboyuError(f"{path}, line {number}: each query needs `query` and `relevant_doc_id(s)`")
         queries.append(Query(str(row.get("id", len(queries))), row["query"], frozenset(map(str, relevant))))
     return queries
 
@@ -88,10 +105,13 @@ def doc_id_of(path: str) -> str:
 
 
 def write_corpus(docs_path: Path, folder: Path) -> int:
-    """Write each document's `text` as a file in `folder`; returns the count."""
+    """Write each document's `text` as a file in `folder` (none when a line is wrong); returns the count."""
+    docs = _numbered_rows(docs_path)
+    for number, doc in docs:
+        if doc.get("id") in (None, "") or not isinstance(doc.get("text"), str):
+            raise OboyuError(f"{docs_path}, line {number}: each document needs `id` and `text` (a string)")
     folder.mkdir(parents=True, exist_ok=True)
-    docs = read_jsonl(docs_path)
-    for doc in docs:
+    for _, doc in docs:
         (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
     return len(docs)
 
@@ -102,9 +122,11 @@ def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: Progr
 
 def read_absent(path: Path) -> list[str]:
     """Questions the documents cannot answer (JSON lines with `query`)."""
-    questions = [str(row.get("query") or "") for row in read_jsonl(path)]
-    if not all(questions):
-        raise OboyuError(f"{path}: each line needs `query`")
+    questions = []
+    for number, row in _numbered_rows(path):
+        if not row.get("query"):
+            raise OboyuError(f"{path}, line {number}: each line needs `query`")
+        questions.append(str(row["query"]))
     return questions
 
 

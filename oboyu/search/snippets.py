@@ -80,6 +80,8 @@ def make_snippet(
         if not grew:
             break
     start, end = spans[lo][0], spans[hi][1]
+    if end - start > limit:
+        start, end = _around_first_match(text, start, end, term_set, limit)
     snippet = re.sub(r"\s+", " ", text[start:end]).strip()
     if len(snippet) > limit:
         snippet = snippet[: limit - 1].rstrip() + "…"
@@ -87,3 +89,19 @@ def make_snippet(
     suffix = "…" if end < len(text.rstrip()) and not snippet.endswith("…") else ""
     snippet = prefix + snippet + suffix
     return snippet, match_spans(snippet, term_set)
+
+
+def _around_first_match(text: str, start: int, end: int, terms: set[str], limit: int) -> tuple[int, int]:
+    """A window of a sentence longer than a snippet (a line with no full stop: a log, a minified
+    file) that holds its first match, a third of the way in; where none matches, its start (a
+    user trial: a 500 KB line's passage showed its first 200 characters, the word asked for not
+    among them)."""
+    found = match_spans(text[start:end], terms)
+    if not found:
+        return start, end
+    match = start + found[0][0]
+    begin = max(start, match - limit // 3)
+    gap = text.find(" ", begin, match)  # start at a word where the text has spaces
+    if 0 <= gap - begin < 20:
+        begin = gap + 1
+    return begin, min(end, begin + limit - 2)  # room for the ellipses on either side
