@@ -171,6 +171,9 @@ def test_the_command_updates_every_root_and_removes_by_name(tmp_path: Path, two_
     shutil_rmtree(recipes)
     kept = oboyu(oboyu_env, "index")  # a missing root (unmounted?) keeps its rows
     assert "is missing" in kept.stderr and json.loads(oboyu(oboyu_env, "status", "--json").stdout)["documents"] == 2
+    assert oboyu(oboyu_env, "remove", "recipes").returncode == 0
+    emptied = json.loads(oboyu(oboyu_env, "status", "--json").stdout)  # a user trial: "100% of passages" of none
+    assert (emptied["chunks"], emptied["meaning"]) == (0, "no passages yet")
 
 
 def shutil_rmtree(path: Path) -> None:

@@ -67,7 +67,7 @@ def convert(spec: str, revision: str | None = None, options: Options | None = No
     def done(name: str) -> None:
         timings[name] = round(time.perf_counter() - timings[name], 2)
 
-    step("fetch", f"fetching {spec}")
+    step("fetch", f"reading {spec}" if Path(spec).expanduser().is_dir() else f"fetching {spec}")
     source = fetch(spec, revision, catalogue_entry)
     done("fetch")
     rerank = source.task == "rerank"
