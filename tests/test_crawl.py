@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from oboyu.documents.crawl import FileEntry, Hidden, Skipped, crawl
+from oboyu.documents.crawl import FileEntry, Hidden, IgnoredFolder, Skipped, crawl
 
 
 def write(path: Path, text: str = "text\n") -> Path:
@@ -42,6 +42,23 @@ def test_gitignore_nested_and_junk(tmp_path: Path) -> None:
     assert set(skipped) == {"image.png", "node_modules", "__pycache__", ".hidden"}
     assert skipped["node_modules"].startswith("junk folder") and "!node_modules/" in skipped["node_modules"]
     assert skipped[".hidden"] == Hidden(tmp_path / ".hidden").reason and "!NAME" in skipped[".hidden"]
+
+
+def test_a_bang_line_inside_an_ignored_folder_is_said_to_do_nothing(tmp_path: Path) -> None:
+    """As in git, `drafts/` then `!drafts/keep.md` leaves keep.md out: a user trial expected it
+    indexed and heard nothing. The walk now says why (with -v), and how to write it instead."""
+    write(tmp_path / "drafts" / "keep.md")
+    write(tmp_path / "drafts" / "other.md")
+    write(tmp_path / "old" / "a.md")
+    write(tmp_path / "top.md")
+    write(tmp_path / ".gitignore", "drafts/\n!drafts/keep.md\nold/\n")
+    files, skipped = found(tmp_path)
+    assert files == {"top.md"} and set(skipped) == {"drafts"}  # old/: ignored, and no line asks for it back
+    said = skipped["drafts"]
+    assert "`!drafts/keep.md` cannot bring back" in said and "`drafts/*`" in said
+    assert all(isinstance(item, IgnoredFolder) for item in crawl([tmp_path]) if isinstance(item, Skipped))
+    write(tmp_path / ".gitignore", "drafts/*\n!drafts/keep.md\nold/\n")  # the way the note says
+    assert found(tmp_path) == ({"top.md", "drafts/keep.md"}, {})
 
 
 def test_a_bang_line_brings_a_hidden_entry_back(tmp_path: Path) -> None:

@@ -73,6 +73,13 @@ class Hidden(Skipped):
 
 
 @dataclass(frozen=True)
+class IgnoredFolder(Hidden):
+    """A folder an ignore rule leaves out although a `!` line names something inside it: as in
+    git, a file inside an ignored folder cannot be brought back, and -v says so (a user trial's
+    `drafts/` then `!drafts/keep.md` left keep.md out without a word)."""
+
+
+@dataclass(frozen=True)
 class NotFollowed(Hidden):
     """A symlink, not followed unless asked: listed by `index -v` as a hidden entry is, not counted."""
 
@@ -137,6 +144,21 @@ class _IgnoreRules:
             if result is not None:
                 return result
         return None
+
+    def lines_inside(self, folder: Path) -> list[str]:
+        """The `!` lines that name something inside `folder`, as written (`!drafts/keep.md`)."""
+        found = []
+        for base, spec, _ in self.layers:
+            try:
+                rel = folder.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            for pattern in spec.patterns:
+                line = str(getattr(pattern, "pattern", ""))
+                target = line[1:].lstrip("/")
+                if pattern.include is False and target.startswith((rel + "/", f"**/{folder.name}/")):
+                    found.append(line)
+        return found
 
 
 def crawl(
@@ -219,6 +241,9 @@ def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> Skipp
         if name in IGNORE_FILES or rules.verdict(path, is_dir, oboyu_only=True) is False:
             return name in IGNORE_FILES
         return True if verdict else Hidden(path)
+    if verdict and is_dir and (lines := rules.lines_inside(path)):
+        return IgnoredFolder(path, f"ignored by an ignore rule, so `{lines[0]}` cannot bring back what is inside it (as in "
+                                   f"git); ignore `{name}/*` rather than `{name}/` to keep that line working")
     if verdict or not (is_dir and verdict is None and _is_junk(name)):
         return bool(verdict)
     return JunkFolder(path, JUNK_REASON.format(name=name))  # said, with how to bring it back
