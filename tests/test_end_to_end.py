@@ -153,6 +153,13 @@ def test_each_command_is_found_by_its_name_and_listed_in_the_help(oboyu_env: dic
     assert "No such command 'serach'; did you mean `oboyu query`?" in unknown.stderr
     assert "did you mean `oboyu status`?" in oboyu(oboyu_env, "statu").stderr
     assert "did you mean" not in oboyu(oboyu_env, "xyzzy").stderr
+    script = str(Path(sys.executable).with_name("oboyu"))  # completion is the installed command's (its name)
+    completion = {**oboyu_env, "_OBOYU_COMPLETE": "bash_complete", "COMP_CWORD": "2"}
+    typo = subprocess.run([script], env={**completion, "COMP_WORDS": "oboyu statu "}, capture_output=True, text=True)
+    assert typo.returncode == 0 and not typo.stderr, typo.stderr  # completing after a typo stays quiet
+    found = subprocess.run([script], env={**completion, "COMP_WORDS": "oboyu qu", "COMP_CWORD": "1"},
+                           capture_output=True, text=True)
+    assert "plain,query" in found.stdout.split()
 
 
 def test_stdin_batch_and_explain(tree: Path, oboyu_env: dict) -> None:

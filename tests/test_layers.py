@@ -83,6 +83,7 @@ def test_subpackages_say_what_lives_there_and_export_their_names() -> None:
             names = [a.name for n in ast.parse(stub.read_text(encoding="utf-8")).body if isinstance(n, ast.ImportFrom)
                      for a in n.names]
             assert names and sorted(package.__all__) == sorted(names), init
+            assert stub.read_bytes().isascii(), stub  # lazy_loader opens it in the locale's encoding
             assert all(getattr(package, name) is not None for name in names), init
         elif init.parent.name != "convert":  # the pipeline's steps are modules, run by convert()
             exported = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")

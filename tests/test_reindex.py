@@ -173,7 +173,7 @@ def test_the_command_updates_every_root_and_removes_by_name(tmp_path: Path, two_
     assert "is missing" in kept.stderr and json.loads(oboyu(oboyu_env, "status", "--json").stdout)["documents"] == 2
     assert oboyu(oboyu_env, "remove", "recipes").returncode == 0
     emptied = json.loads(oboyu(oboyu_env, "status", "--json").stdout)  # a user trial: "100% of passages" of none
-    assert (emptied["chunks"], emptied["meaning"]) == (0, "no passages yet")
+    assert (emptied["chunks"], emptied["meaning"]) == (0, "no passages")
 
 
 def shutil_rmtree(path: Path) -> None:

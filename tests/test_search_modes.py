@@ -107,14 +107,15 @@ def test_evaluation_files_with_a_wrong_line_say_which_line(tmp_path: Path) -> No
         write_corpus(docs, tmp_path / "corpus")
     assert not (tmp_path / "corpus").exists()  # nothing written for a file with a wrong line
     queries.write_text('{"query": "猫", "relevant_doc_id": "a"}\n' * 3 + "{bad\n", encoding="utf-8")
-    with pytest.raises(OboyuError, match=r"queries.jsonl, line 4: not JSON \(Expecting property name"):
+    with pytest.raises(OboyuError, match=r"queries.jsonl, line 4, column 2: not JSON \(Expecting property name"):
         read_queries(queries)
     queries.write_text('{"query": "猫", "relevant_doc_id": "a"}\n["猫"]\n', encoding="utf-8")
     with pytest.raises(OboyuError, match=r"line 2: not a JSON object"):
         read_queries(queries)
-    queries.write_text('{"query": "猫", "relevant_doc_ids": "a"}\n', encoding="utf-8")
-    with pytest.raises(OboyuError, match=r"line 1: each query needs"):
-        read_queries(queries)
+    for wrong in ('{"query": "猫", "relevant_doc_ids": "a"}', '{"query": 5, "relevant_doc_id": "a"}'):
+        queries.write_text(wrong + "\n", encoding="utf-8")
+        with pytest.raises(OboyuError, match=r"line 1: each query needs"):
+            read_queries(queries)
     absent.write_text('{"query": "犬"}\n{"q": "鳥"}\n', encoding="utf-8")
     with pytest.raises(OboyuError, match=r"absent.jsonl, line 2: each line needs `query`"):
         read_absent(absent)
@@ -168,6 +169,8 @@ def test_a_snippet_of_one_long_line_shows_the_word_asked_about() -> None:
         assert snippet.startswith("…") and snippet.endswith("…") and len(snippet) <= 200, snippet
         assert [snippet[a:b] for a, b in spans] == [word], snippet
         assert snippet.index(word) < 100  # the word near the start, as in a sentence that holds it
+    early = "alpha UNIQUEMARKER " + "beta gamma " * 40  # one long sentence, the word already in view
+    assert make_snippet(early, "UNIQUEMARKER")[0].startswith("alpha UNIQUEMARKER")
     plain = "alpha beta gamma " * 60
     assert make_snippet(plain, "UNIQUEMARKER")[0].startswith("alpha beta")  # no match: the passage's start
 

@@ -321,7 +321,7 @@ def status(names: tuple[str, ...], db: Path | None, as_json: bool, pending: bool
         "provider": "OpenVINO CPU" if model and split_engine(model)[1] == OPENVINO else choose_here().provider,
         "documents": documents,
         "chunks": chunks,
-        "meaning": "no passages yet" if not chunks else f"{meaning_share(embedded, chunks)} of passages" + (
+        "meaning": "no passages" if not chunks else f"{meaning_share(embedded, chunks)} of passages" + (
             "" if embedded >= chunks else f" ({embedded:,}/{chunks:,}; " + (
                 "the `oboyu index` under way makes the rest)" if busy else "`oboyu index` makes the rest)")),
         "indexing": (f"under way since {run_started}" if busy else

@@ -48,7 +48,7 @@ GUESSES = {"search": "query", "find": "query", "ask": "query", "show": "get", "c
 class _Group(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
-        if name and not name.startswith("-") and name not in COMMANDS:
+        if name and not ctx.resilient_parsing and not name.startswith("-") and name not in COMMANDS:  # not while completing
             close = difflib.get_close_matches(name.lower(), [*COMMANDS, *GUESSES], n=1, cutoff=0.7)
             if close:
                 raise click.UsageError(f"No such command {name!r}; did you mean `oboyu {GUESSES.get(close[0], close[0])}`?", ctx)

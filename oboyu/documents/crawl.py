@@ -74,9 +74,9 @@ class Hidden(Skipped):
 
 @dataclass(frozen=True)
 class IgnoredFolder(Hidden):
-    """A folder an ignore rule leaves out although a `!` line names something inside it: as in
-    git, a file inside an ignored folder cannot be brought back, and -v says so (a user trial's
-    `drafts/` then `!drafts/keep.md` left keep.md out without a word)."""
+    """A folder an ignore rule leaves out although a `!` line names something inside it: a file
+    inside an ignored folder cannot be brought back (git's rule too), and -v says so (a user
+    trial's `drafts/` then `!drafts/keep.md` left keep.md out without a word)."""
 
 
 @dataclass(frozen=True)
@@ -242,8 +242,8 @@ def _left_out(name: str, path: Path, rules: _IgnoreRules, is_dir: bool) -> Skipp
             return name in IGNORE_FILES
         return True if verdict else Hidden(path)
     if verdict and is_dir and (lines := rules.lines_inside(path)):
-        return IgnoredFolder(path, f"ignored by an ignore rule, so `{lines[0]}` cannot bring back what is inside it (as in "
-                                   f"git); ignore `{name}/*` rather than `{name}/` to keep that line working")
+        return IgnoredFolder(path, f"ignored by an ignore rule, so `{lines[0]}` cannot bring back what is inside it; a "
+                                   f"rule for the folder's files (`{name}/*`) rather than the folder lets that line work")
     if verdict or not (is_dir and verdict is None and _is_junk(name)):
         return bool(verdict)
     return JunkFolder(path, JUNK_REASON.format(name=name))  # said, with how to bring it back

@@ -70,8 +70,8 @@ def _numbered_rows(path: Path) -> list[tuple[int, dict]]:
                     continue
                 try:
                     row = json.loads(line)
-                except ValueError as exc:
-                    raise OboyuError(f"{path}, line {number}: not JSON ({exc})") from exc
+                except json.JSONDecodeError as exc:
+                    raise OboyuError(f"{path}, line {number}, column {exc.colno}: not JSON ({exc.msg})") from exc
                 if not isinstance(row, dict):
                     raise OboyuError(f"{path}, line {number}: not a JSON object")
                 rows.append((number, row))
@@ -90,7 +90,7 @@ def read_queries(path: Path) -> list[Query]:
     queries: list[Query] = []
     for number, row in _numbered_rows(path):
         relevant = row.get("relevant_doc_ids") or [row.get("relevant_doc_id")]
-        if not row.get("query") or not isinstance(relevant, list) or not all(relevant):
+        if not isinstance(row.get("query"), str) or not row["query"] or not isinstance(relevant, list) or not all(relevant):
             raise OboyuError(f"{path}, line {number}: each query needs `query` and `relevant_doc_id(s)`")
         queries.append(Query(str(row.get("id", len(queries))), row["query"], frozenset(map(str, relevant))))
     return queries
@@ -124,8 +124,8 @@ def read_absent(path: Path) -> list[str]:
     """Questions the documents cannot answer (JSON lines with `query`)."""
     questions = []
     for number, row in _numbered_rows(path):
-        if not row.get("query"):
-            raise OboyuError(f"{path}, line {number}: each line needs `query`")
+        if not isinstance(row.get("query"), str) or not row["query"]:
+            raise OboyuError(f"{path}, line {number}: each line needs `query` (a string)")
         questions.append(str(row["query"]))
     return questions
 

@@ -93,11 +93,12 @@ def make_snippet(
 
 def _around_first_match(text: str, start: int, end: int, terms: set[str], limit: int) -> tuple[int, int]:
     """A window of a sentence longer than a snippet (a line with no full stop: a log, a minified
-    file) that holds its first match, a third of the way in; where none matches, its start (a
+    file) that holds its first match, a third of the way in; where none matches or the first is
+    within the snippet's length of the start, its start (a
     user trial: a 500 KB line's passage showed its first 200 characters, the word asked for not
     among them)."""
     found = match_spans(text[start:end], terms)
-    if not found:
+    if not found or found[0][1] <= limit - 1:  # none, or the first shows from the start
         return start, end
     match = start + found[0][0]
     begin = max(start, match - limit // 3)
