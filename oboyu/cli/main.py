@@ -6,7 +6,6 @@ that named no indexed file), 2 error, 130 interrupted, 141 the reader of stdout 
 
 from __future__ import annotations
 
-import difflib
 import errno
 import importlib
 import logging
@@ -48,10 +47,13 @@ GUESSES = {"search": "query", "find": "query", "ask": "query", "show": "get", "c
 class _Group(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
-        if name and not ctx.resilient_parsing and not name.startswith("-") and name not in COMMANDS:  # not while completing
-            close = difflib.get_close_matches(name.lower(), [*COMMANDS, *GUESSES], n=1, cutoff=0.7)
-            if close:
-                raise click.UsageError(f"No such command {name!r}; did you mean `oboyu {GUESSES.get(close[0], close[0])}`?", ctx)
+        if not name or name in COMMANDS or name.startswith("-") or ctx.resilient_parsing:  # the last: completing
+            return super().resolve_command(ctx, args)
+        import difflib  # only for a command that is not one: not at every start
+
+        close = difflib.get_close_matches(name.lower(), [*COMMANDS, *GUESSES], n=1, cutoff=0.7)
+        if close:
+            raise click.UsageError(f"No such command {name!r}; did you mean `oboyu {GUESSES.get(close[0], close[0])}`?", ctx)
         return super().resolve_command(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
