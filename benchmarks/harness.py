@@ -237,7 +237,7 @@ def eval_index(name: str, db_dir: Path, embedder) -> Path:
 def indexed_passages(db: Path) -> list[str]:
     """The text of each chunk of an index as the indexer embedded it (title and heading
     included, before the model's prefix), in chunk-id order."""
-    from oboyu.index.preparing import embedding_text
+    from oboyu.index.records import embedding_text
     from oboyu.index.store import Store
 
     with Store(db, read_only=True) as store:

@@ -6,6 +6,7 @@ confidence against observed precision), printed and drawn as benchmarks/results/
 A build step, run from the repository's root whenever the default model changes:
 
     python -m scripts.calibrate [--sets personal debian-reference manpages-ja] [--small-folders 30] [--hide-only] [--write]
+    python -m scripts.calibrate --match-line-only [--db-dir DIR] [--write]   # the match lines alone
     python -m scripts.calibrate --check    # is the shipped table as this script writes it? (fits nothing)
 
 Each set is indexed once into --db-dir (the same files `oboyu eval --db` makes; reused when
@@ -24,7 +25,11 @@ only under the hide line: the highest that leaves out at most 1% of each group's
 (among the top 10 of such queries), the groups here being also every collection in eval/
 (benchmarks/collections.py, indexed into --db-dir as transfer-NAME.duckdb). `--hide-only` keeps
 the table's weights and thresholds and fits the hide lines alone: a refit of the weights on
-another CPU class moves every figure a little. Refit whenever the default model changes.
+another CPU class moves every figure a little. Last, in vector and hybrid mode, the match line:
+where a query's best result is not SURE, it has a good match only when its first result's token
+match (`token_match`) reaches the line, the highest that leaves at most 1% of each
+development collection's answerable questions (all eleven) under it; `--match-line-only` fits it
+alone. Refit whenever the default model changes.
 """
 
 from __future__ import annotations
@@ -129,7 +134,7 @@ def examples_of(group: QuerySet, folder: int, embedder, mode: str) -> list[Examp
     out = []
     for query, absent in [*((q, False) for q in group.present), *((q, True) for q in group.absent)]:
         for result in search(resident, embedder, query.text, 10, mode=mode):
-            out.append(Example(group.name, folder, query.text, absent, result.rank, Evidence(**result.evidence),
+            out.append(Example(group.name, folder, query.text, absent, result.rank, Evidence.of(result.evidence),
                                not absent and doc_id_of(result.path) in query.relevant))
     return out
 
@@ -233,11 +238,19 @@ def svg_diagram(curves: dict[str, list[tuple[float, float, float, int]]]) -> str
     return "\n".join([*parts, "</svg>\n"])
 
 
-def table_entry(mode: str, weights, bias: float, threshold: float, hide: float) -> dict:
+def choose_match_line(matches: dict[str, list[float]]) -> float:
+    """The line under which a query's token match says it has no good match (`Model.match_line`):
+    the highest leaving at most 1% of each collection's answerable queries so (collection -> each
+    answerable query's token match of its first result; inf where its best result is SURE)."""
+    return min(sorted(values)[int(MAX_PRESENT_FLAGGED * len(values))] for values in matches.values() if values)
+
+
+def table_entry(mode: str, weights, bias: float, threshold: float, hide: float, match_line: float | None = None) -> dict:
     """One mode's entry in the table, as confidence.model_for reads it."""
-    return {"features": list(FEATURES[mode]), "weights": [round(float(w), DIGITS) for w in weights],
-            "bias": round(float(bias), DIGITS), "threshold": round(float(threshold), DIGITS),
-            "hide": round(float(hide), DIGITS)}
+    entry = {"features": list(FEATURES[mode]), "weights": [round(float(w), DIGITS) for w in weights],
+             "bias": round(float(bias), DIGITS), "threshold": round(float(threshold), DIGITS),
+             "hide": round(float(hide), DIGITS)}
+    return entry | ({"match_line": round(float(match_line), DIGITS)} if match_line is not None else {})
 
 
 def with_fit(table: dict, model_key: str, entries: dict[str, dict], reference: dict[str, float], about: str) -> dict:
@@ -275,7 +288,8 @@ def check(path: Path = TABLE) -> list[str]:
         if lacking:
             problems.append(f"{key}: no {', '.join(lacking)}")
             continue
-        entries = {mode: table_entry(mode, *(fitted[mode][name] for name in fields)) for mode in Mode}
+        entries = {mode: table_entry(mode, *(fitted[mode][name] for name in fields), fitted[mode].get("match_line"))
+                   for mode in Mode}
         rebuilt = with_fit(rebuilt, key, entries, table["reference"][key], table.get("about", ""))
     if not problems and table_text(rebuilt) != text:
         problems.append(f"{path} is not as {Path(__file__).name} writes it (features, rounding, words_only or layout differ)")
@@ -284,8 +298,34 @@ def check(path: Path = TABLE) -> list[str]:
 
 def collection_examples(collection: Collection, db: Path, embedder, mode: Mode) -> list[Example]:
     """A repository collection's answerable questions, each of its top 10 results one example."""
-    return [Example(collection.name, 0, query.text, False, result.rank, Evidence(**result.evidence), right)
+    return [Example(collection.name, 0, query.text, False, result.rank, Evidence.of(result.evidence), right)
             for _, query, found in ask(collection, db, embedder, mode, ("answerable",)) for result, right in found]
+
+
+def fit_match_lines(table: dict, model_key: str, db_dir: Path, embedder) -> dict[str, float]:
+    """Mode -> its match line, fitted on every development collection (the dev sets, eval/'s
+    eight), each question asked as `oboyu query` asks it with the table's weights; its first
+    result's token match read. Keyword mode has none: it has no vectors to match tokens with."""
+    from benchmarks.quality.transfer import asked, match_line
+
+    unmatched = json.loads(json.dumps(table))
+    for entry in unmatched["models"][model_key].values():
+        entry.pop("match_line", None)  # the search below must not order by the old line
+    confidence._table = functools.cache(lambda: unmatched)
+    lines = {}
+    for mode in (Mode.HYBRID, Mode.VECTOR):
+        questions = [a for c in collections() for a in asked(c, index_of(c, db_dir, embedder), embedder, mode)]
+        line = match_line(questions, confidence.model_for(embedder.info.model_id, mode))
+        if line is not None:
+            lines[mode.value] = line
+    return lines
+
+
+def with_match_lines(table: dict, model_key: str, lines: dict[str, float]) -> dict:
+    table = json.loads(json.dumps(table))
+    for mode, line in lines.items():
+        table["models"][model_key][mode]["match_line"] = round(float(line), DIGITS)
+    return table
 
 
 def main() -> None:
@@ -294,6 +334,8 @@ def main() -> None:
     cli.add_argument("--small-folders", type=int, default=30, help="folders of 6 personal documents to add")
     cli.add_argument("--hide-only", action="store_true",
                      help="keep the table's weights and thresholds for the default model; fit only the hide lines")
+    cli.add_argument("--match-line-only", action="store_true",
+                     help="keep the table; fit only the match lines (every development collection, in --db-dir)")
     cli.add_argument("--write", action="store_true", help=f"write {TABLE.relative_to(ROOT)} and the diagram")
     cli.add_argument("--check", nargs="?", const=TABLE, type=Path, metavar="TABLE",
                      help=f"check that TABLE (default {TABLE.relative_to(ROOT)}) is as this script writes it, then exit")
@@ -303,6 +345,15 @@ def main() -> None:
         print("\n".join(problems) or f"{args.check}: as written by {Path(__file__).name}")
         sys.exit(1 if problems else 0)
     embedder = load_default_embedder()
+    if args.match_line_only:
+        table = json.loads(TABLE.read_text(encoding="utf-8"))
+        model_key = confidence._calibrated_as(embedder.info.model_id)
+        lines = fit_match_lines(table, model_key, args.db_dir, embedder)
+        print("match lines:", json.dumps(lines))
+        if args.write:
+            TABLE.write_text(table_text(with_match_lines(table, model_key, lines)), encoding="utf-8")
+            print(f"wrote {TABLE}")
+        return
     groups = [QuerySet(name, open_set(name, args.db_dir, embedder), dev_queries(name), dev_absent(name)) for name in args.sets]
     table = json.loads(TABLE.read_text(encoding="utf-8"))
     # one table for a model whichever engine embeds it (confidence._calibrated_as)
@@ -351,6 +402,7 @@ def main() -> None:
             wrong = f"{sum(v < threshold for v in present) / len(present):.1%}" if present else "-"
             report.append(f"| {mode} | {name} | {len(present)} | {wrong} | {len(absent)} | {caught} | {threshold:.3f} | {hide:.4f} |")
     fitted = with_fit(table, model_key, entries, reference, about)
+    fitted = with_match_lines(fitted, model_key, fit_match_lines(fitted, model_key, args.db_dir, embedder))
     print("| mode | set | present | present with no good match | absent | absent with no good match | threshold | hide |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(report))

@@ -103,7 +103,9 @@ def test_every_build_of_the_default_model_on_either_engine_is_judged_by_the_tabl
     the confidence code accepts any build of a fitted model, on onnxruntime or OpenVINO."""
     key = default_key
     entry = table["models"][key][mode]
-    fitted = Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"])
+    fitted = Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"],
+                   entry.get("match_line"))
+    assert (fitted.match_line is None) == (mode == Mode.KEYWORD)  # a match line where there are vectors
     for model_id in (key, f"{key}+openvino", f"{DEFAULT_MODEL}@000000000000", f"{DEFAULT_MODEL}@000000000000+openvino"):
         assert model_for(model_id, mode) == fitted, model_id
 

@@ -16,6 +16,8 @@ from oboyu.models.embedding import Embedder, prepare
 from oboyu.models.install import EXTERNAL_SUFFIX
 from oboyu.models.light_tokenizer import LIGHT_TOKENIZER_FILE, LightTokenizer, SortedPieces
 from oboyu.models.manifest import MANIFEST, MODEL_FILE, TOKENIZER_FILE
+from oboyu.models.token_match import token_match
+from oboyu.models.token_states import TOKEN_GRAPH, token_graph
 from oboyu.models.tokenization import load_tokenizer
 
 
@@ -181,3 +183,43 @@ def test_doctor_times_passages_as_long_as_the_indexer_cuts(embedder: Embedder) -
 
     lengths = embedder.count_tokens(chunk_sized_passages(embedder, 4))
     assert all(TARGET_TOKENS * 0.75 < n <= TARGET_TOKENS for n in lengths), lengths
+
+
+def test_the_token_graph_gives_the_same_vectors_and_each_token_s_state(embedder: Embedder, model_dir: Path) -> None:
+    """The graph with the tokens' states beside the vector (derived once, sharing the weights
+    file) embeds exactly as the model's own graph, whose file and fingerprint stay as they were."""
+    import onnxruntime as ort
+
+    derived = token_graph(model_dir, MODEL_FILE)
+    assert derived is not None and derived.parent == model_dir and token_graph(model_dir, MODEL_FILE) == derived
+    assert derived.stat().st_size < 100_000  # the graph only: the weights are not copied
+    ids = embedder.token_ids(["query: 今日の会議の議事録", "passage: 会議では来期の予算を決めた。"])
+    plain = ort.InferenceSession(str(model_dir / MODEL_FILE), providers=["CPUExecutionProvider"])
+    tokens = ort.InferenceSession(str(derived), providers=["CPUExecutionProvider"])
+    for one in ids:
+        feed = {"input_ids": np.array([one]), "attention_mask": np.ones((1, len(one)), dtype=np.int64)}
+        vector, states = tokens.run(None, feed)
+        np.testing.assert_allclose(vector, plain.run(None, feed)[0], atol=1e-6)
+        assert states.shape == (1, len(one), vector.shape[1])
+        mean = states[0].mean(axis=0)
+        np.testing.assert_allclose(mean / np.linalg.norm(mean), vector[0], atol=1e-5)  # what the vector pools
+
+
+def test_token_match_is_higher_where_the_query_s_tokens_are(embedder: Embedder) -> None:
+    answer = "カレーの作り方\n玉ねぎを炒めてから肉と野菜を煮込み、ルウを溶かす。"
+    unrelated = "恒星の一生\n水素の核融合で輝き、燃料が尽きると赤色巨星になる。"
+    near = token_match(embedder, "カレーの作り方", answer)
+    far = token_match(embedder, "カレーの作り方", unrelated)
+    assert near is not None and far is not None
+    assert 0.9 < near <= 1.0 + 1e-6 and far < near - 0.05, (near, far)
+
+
+def test_a_graph_that_does_not_pool_tokens_has_no_token_graph(tmp_path: Path) -> None:
+    node = onnx.helper.make_node("Identity", ["x"], ["y"])
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph([node], "g", [value("x", onnx.TensorProto.FLOAT, [1])], [value("y", onnx.TensorProto.FLOAT, [1])])
+    onnx.save(onnx.helper.make_model(graph), str(tmp_path / MODEL_FILE))
+    assert token_graph(tmp_path, MODEL_FILE) is None and not (tmp_path / TOKEN_GRAPH).exists()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / MODEL_FILE).write_bytes(b"not a graph")
+    assert token_graph(tmp_path / "broken", MODEL_FILE) is None

@@ -80,6 +80,9 @@ class FakeAccelerated:
     def get_providers(self) -> list[str]:
         return ["FakeExecutionProvider", CPU]
 
+    def get_outputs(self):
+        return self.inner.get_outputs()
+
     def run(self, names, feeds):
         (vectors,) = self.inner.run(names, feeds)
         if not self.skew:

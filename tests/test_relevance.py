@@ -16,10 +16,12 @@ from conftest import EXAMPLE_NOTES, run_oboyu
 from oboyu.documents.keywords import match_spans, term_counts, words
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
+from oboyu.index.records import embedding_text
 from oboyu.index.store import Store
+from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
 from oboyu.search import query as query_module
-from oboyu.search.confidence import FEATURES, model_for
+from oboyu.search.confidence import FEATURES, SURE, model_for
 from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 from oboyu.tui.app import OboyuApp
@@ -141,7 +143,7 @@ def test_beside_a_good_match_only_results_under_the_hide_line_are_left_out(
     fitted = model_for(embedder.info.model_id, Mode.HYBRID)
     with Store(db, read_only=True) as store:
         def weak_marks(threshold: float, hide: float) -> list[bool]:
-            judge = replace(fitted, threshold=threshold, hide=hide)
+            judge = replace(fitted, threshold=threshold, hide=hide, match_line=None)  # the threshold tells
             monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
             return [r.weak for r in search(SqlRanker(store), embedder, "カレーの作り方", 5)]
 
@@ -159,6 +161,32 @@ def test_beside_a_good_match_only_results_under_the_hide_line_are_left_out(
         # one line (hide at the threshold), as before the lower line: only the best is shown
         assert weak_marks(between, between) == [r.confidence < between for r in first]
         assert weak_marks(between, between).count(False) == 1
+
+
+def test_a_query_whose_tokens_find_no_like_in_the_first_result_has_no_good_match(
+        tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the best result is not SURE, the match line tells: the same results, judged by lines
+    on either side of the first result's token match."""
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
+    fitted = model_for(embedder.info.model_id, Mode.HYBRID)
+    assert fitted.match_line is not None and 0 < fitted.match_line < 1
+    with Store(db, read_only=True) as store:
+        def results(match_line: float | None) -> list:
+            judge = replace(fitted, hide=0.0, match_line=match_line)
+            monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+            return search(SqlRanker(store), embedder, ABSENT, 5)
+
+        first = results(fitted.match_line)
+        assert max(r.confidence for r in first) < SURE
+        match = first[0].evidence["token_match"]
+        hit = SqlRanker(store).chunks_by_id([first[0].chunk_id])[first[0].chunk_id]
+        assert match == round(token_match(embedder, ABSENT, embedding_text(hit.title, hit.heading, hit.text)), 4)
+        assert all("token_match" not in r.evidence for r in first[1:])
+        assert [r.weak for r in results(match - 0.01)] == [False] * len(first)  # its tokens found their like
+        assert [r.weak for r in results(match + 0.01)] == [True] * len(first)  # they did not: no good match
+        # without a match line the threshold tells, and no token match is asked
+        assert all("token_match" not in r.evidence for r in results(None))
 
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:

@@ -4,17 +4,21 @@ weak-match line and "no good match", on every development collection.
 Collections: every development collection (benchmarks/collections.py), each indexed once into
 --db-dir (transfer-NAME.duckdb, reused).
 
-For each collection it reports, in one mode:
-  shipped                 the table in oboyu/search/calibration.json with one line: every result
-                          under the threshold left out (as before the hide line)
-  shipped, two lines      its weights and threshold (fitted on the dev sets: in-sample there,
-                          out-of-sample on the other eight) with the hide line refitted on every
-                          other collection, as scripts/calibrate.py fits it: the highest under
-                          which at most 1% of each collection's right answers (top 10, beside a
-                          good match) fall; a result beside a good match is left out only under it
-  out-of-fold             the weights and threshold too refitted on every other collection
-                          (calibrate.py's logistic model and threshold rule), one line
-  out-of-fold, two lines  the same with its hide line
+For each collection it reports, in one mode (every line below refitted on every *other*
+collection, as scripts/calibrate.py fits it, so that no figure is of a line fitted on the
+collection it judges):
+  shipped, threshold      the shipped weights and threshold (fitted on the dev sets: in-sample
+                          there, out-of-sample on the other eight) and the hide line: beside a
+                          good match a result is left out only under it (the highest under which
+                          at most 1% of each collection's right answers, top 10, fall); "no good
+                          match" when no result reaches the threshold
+  shipped                 the same, "no good match" told as `oboyu query` tells it: where the best
+                          result is not SURE, by the first result's token match under the match
+                          line (the highest leaving at most 1% of each collection's answerable
+                          questions so)
+  out-of-fold, threshold  the weights and threshold too refitted on every other collection
+                          (calibrate.py's logistic model and threshold rule), with the hide line
+  out-of-fold             the same with the match line
 and for each: the share of answerable queries whose right file is among the top 10 (`--all`)
 and among the results shown by default (not weak), the share told "no good match", and the
 share of near-topic and off-topic questions told "no good match" (caught).
@@ -24,6 +28,7 @@ share of near-topic and off-topic questions told "no good match" (caught).
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -33,9 +38,12 @@ import numpy as np
 
 from benchmarks.collections import Collection, ask, collections, index_of
 from benchmarks.harness import parser, table, write_json
+from oboyu.index.records import embedding_text
+from oboyu.index.store import Store
+from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
-from oboyu.search.confidence import FEATURES, Evidence, Model, model_for
-from scripts.calibrate import MAX_PRESENT_FLAGGED, choose_hide, fit_logistic
+from oboyu.search.confidence import FEATURES, SURE, Evidence, Model, model_for
+from scripts.calibrate import MAX_PRESENT_FLAGGED, choose_hide, choose_match_line, fit_logistic
 
 
 @dataclass
@@ -46,11 +54,20 @@ class Asked:
     kind: str  # answerable | near | off
     right: list[bool]
     evidence: list[Evidence]
+    match: float | None = None  # the token match of its first result (`token_match.token_match`)
 
 
 def asked(collection: Collection, db: Path, embedder, mode: Mode) -> list[Asked]:
-    return [Asked(collection.name, kind, [right for _, right in found], [Evidence(**r.evidence) for r, _ in found])
-            for kind, _, found in ask(collection, db, embedder, mode)]
+    questions = list(ask(collection, db, embedder, mode))
+    with Store(db, read_only=True) as store:
+        inputs = store.embedding_inputs(list({found[0][0].chunk_id for _, _, found in questions if found}))
+
+    def match(query: str, found: list) -> float | None:
+        return token_match(embedder, query, embedding_text(*inputs[found[0][0].chunk_id])) if found else None
+
+    return [Asked(collection.name, kind, [right for _, right in found], [Evidence.of(r.evidence) for r, _ in found],
+                  match(query.text, found))
+            for kind, query, found in questions]
 
 
 def fit(examples: list[Asked], mode: Mode) -> Model:
@@ -71,7 +88,17 @@ def fit(examples: list[Asked], mode: Mode) -> Model:
             limits.append(best[int(MAX_PRESENT_FLAGGED * len(best))])
     threshold = min(limits) if limits else 0.0
     one_line = Model(draft.features, draft.weights, draft.bias, threshold, threshold)
-    return replace(one_line, hide=hide_line(examples, one_line))
+    two_lines = replace(one_line, hide=hide_line(examples, one_line))
+    return replace(two_lines, match_line=match_line(examples, two_lines))
+
+
+def match_line(examples: list[Asked], model: Model) -> float | None:
+    """calibrate.py's match line for these questions (None where no token match was measured)."""
+    matches: dict[str, list[float]] = {}
+    for a in examples:
+        if a.kind == "answerable" and a.match is not None:
+            matches.setdefault(a.collection, []).append(a.match if _best(model, a) < SURE else math.inf)
+    return choose_match_line(matches) if matches else None
 
 
 def hide_line(examples: list[Asked], model: Model) -> float:
@@ -88,6 +115,13 @@ def _best(model: Model, question: Asked) -> float:
     return max((model.probability(e) for e in question.evidence), default=0.0)
 
 
+def no_good_match(model: Model, question: Asked) -> bool:
+    """As `query.has_good_match` tells it."""
+    if model.match_line is not None and question.match is not None and _best(model, question) < SURE:
+        return question.match < model.match_line
+    return _best(model, question) < model.threshold
+
+
 def judged(model: Model, questions: list[Asked]) -> dict[str, float | None]:
     """The figures of one collection under one model (shares, 0-1; None where there is no such
     question), a result shown as the search shows it (`Model.weak`)."""
@@ -96,20 +130,19 @@ def judged(model: Model, questions: list[Asked]) -> dict[str, float | None]:
         return sum(map(test, chosen)) / len(chosen) if chosen else None
 
     def shown(a: Asked) -> bool:
-        good = _best(model, a) >= model.threshold
+        good = not no_good_match(model, a)
         return any(r and not model.weak(model.probability(e), good) for e, r in zip(a.evidence, a.right))
 
     def flagged(a: Asked) -> bool:
-        return _best(model, a) < model.threshold
+        return no_good_match(model, a)
 
     return {"found_all": share("answerable", lambda a: any(a.right)), "found_shown": share("answerable", shown),
             "answerable_flagged": share("answerable", flagged), "near_caught": share("near", flagged),
             "off_caught": share("off", flagged)}
 
 
-def one_line(model: Model) -> Model:
-    """The model as it was before the hide line: every result under the threshold left out."""
-    return replace(model, hide=model.threshold)
+LABELS = {"shipped_threshold": "shipped, threshold", "shipped": "shipped",
+          "out_of_fold_threshold": "out-of-fold, threshold", "out_of_fold": "out-of-fold"}
 
 
 def percent(value: float | None) -> str:
@@ -133,16 +166,18 @@ def main() -> None:
     for name, own in questions.items():
         others = [a for other, qs in questions.items() if other != name for a in qs]
         out_of_fold = fit(others, mode)
-        shipped_hide = hide_line(others, shipped)
-        figures[name] = {"shipped": judged(one_line(shipped), own),
-                         "shipped_two_lines": judged(replace(shipped, hide=shipped_hide), own),
-                         "out_of_fold": judged(one_line(out_of_fold), own), "out_of_fold_two_lines": judged(out_of_fold, own),
-                         "threshold_out_of_fold": out_of_fold.threshold, "hide_out_of_fold": out_of_fold.hide,
-                         "threshold_shipped": shipped.threshold, "hide_shipped_out_of_fold": shipped_hide,
-                         "hide_shipped": shipped.hide}
-        for label, got in (("shipped", figures[name]["shipped"]), ("shipped, two lines", figures[name]["shipped_two_lines"]),
-                           ("out-of-fold", figures[name]["out_of_fold"]),
-                           ("out-of-fold, two lines", figures[name]["out_of_fold_two_lines"])):
+        # the shipped weights and threshold (fitted on the dev sets) with its lines refitted on the others
+        two_lines = replace(shipped, hide=hide_line(others, shipped), match_line=None)
+        as_shipped = replace(two_lines, match_line=match_line(others, two_lines))
+        variants = {"shipped_threshold": two_lines, "shipped": as_shipped,
+                    "out_of_fold_threshold": replace(out_of_fold, match_line=None), "out_of_fold": out_of_fold}
+        figures[name] = {key: judged(model, own) for key, model in variants.items()} | {
+            "threshold_out_of_fold": out_of_fold.threshold, "hide_out_of_fold": out_of_fold.hide,
+            "match_line_out_of_fold": out_of_fold.match_line, "threshold_shipped": shipped.threshold,
+            "hide_shipped_out_of_fold": two_lines.hide, "match_line_shipped_out_of_fold": as_shipped.match_line,
+            "hide_shipped": shipped.hide, "match_line_shipped": shipped.match_line}
+        for key, label in LABELS.items():
+            got = figures[name][key]
             rows.append([name, label, sum(a.kind == "answerable" for a in own), percent(got["found_all"]),
                          percent(got["found_shown"]), percent(got["answerable_flagged"]), percent(got["near_caught"]),
                          percent(got["off_caught"])])

@@ -35,7 +35,8 @@ from oboyu.index.cluster import Cluster
 from oboyu.index.embedding_cache import EmbeddingCache
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
-from oboyu.index.preparing import Prepared, embedding_text, prepare_file
+from oboyu.index.preparing import Prepared, prepare_file
+from oboyu.index.records import embedding_text
 from oboyu.index.store import Store
 from oboyu.models.default.build import ensure_default_model
 from oboyu.models.embedding import Embedder

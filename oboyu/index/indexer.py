@@ -34,8 +34,8 @@ from oboyu.index.index_file import WritableIndex
 from oboyu.index.isolation import UNEMBEDDABLE, attempt, embedded_alone, write_each_alone_on_refusal
 from oboyu.index.lock import IndexLock
 from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
-from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, Vanished, embedding_text, prepare_file
-from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id
+from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, Vanished, prepare_file
+from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id, embedding_text
 from oboyu.index.reports import IndexProgress, IndexStats, InHand
 from oboyu.index.roots import checked_description
 from oboyu.index.store import Store

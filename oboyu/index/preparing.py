@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oboyu.documents.chunking import CONTEXT_CHARS, Chunk, Chunker
+from oboyu.documents.chunking import Chunk, Chunker
 from oboyu.documents.crawl import FileEntry, Skipped, size_cap_reason
 from oboyu.documents.decoding import read_regular_file
 from oboyu.documents.extract import extract_file
@@ -76,17 +76,6 @@ class Vanished:
 
 Outcome = Prepared | Touched | Unindexable | Skipped | Vanished
 Content = tuple[bytes, os.stat_result]  # a file's bytes and the stat of what was read
-
-
-def embedding_text(title: str | None, heading: str, text: str) -> str:
-    """What the model reads for a chunk: its document's title and its heading path (cut to
-    CONTEXT_CHARS, which chunk sizes leave room for), then its text."""
-    context = heading
-    if title and not context.startswith(title):
-        context = f"{title} > {context}" if context else title
-    if len(context) > CONTEXT_CHARS:
-        context = context[: CONTEXT_CHARS - 1] + "…"
-    return f"{context}\n{text}" if context else text
 
 
 def read_file(entry: FileEntry, max_bytes: int) -> Content | Skipped | Vanished:

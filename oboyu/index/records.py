@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from oboyu.documents.chunking import CONTEXT_CHARS
+
 
 @dataclass
 class DocumentRecord:
@@ -132,3 +134,14 @@ def chunk_id(path: str, start_char: int, end_char: int, text: str) -> str:
 def keyword_text(title: str | None, heading: str, text: str) -> str:
     """What the keyword index reads for a chunk: title, heading path and text."""
     return "\n".join(part for part in (title, heading, text) if part)
+
+
+def embedding_text(title: str | None, heading: str, text: str) -> str:
+    """What the model reads for a chunk: its document's title and its heading path (cut to
+    CONTEXT_CHARS, which chunk sizes leave room for), then its text."""
+    context = heading
+    if title and not context.startswith(title):
+        context = f"{title} > {context}" if context else title
+    if len(context) > CONTEXT_CHARS:
+        context = context[: CONTEXT_CHARS - 1] + "…"
+    return f"{context}\n{text}" if context else text

@@ -42,6 +42,7 @@ from oboyu.models.providers import (
     session_providers,
     started,
 )
+from oboyu.models.token_states import token_graph
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -181,7 +182,10 @@ class Embedder:
         import onnxruntime as ort
 
         options = cpu_session_options(self.threads)
-        return ort.InferenceSession(str(self.model_file(provider)), options, providers=session_providers(provider),
+        graph = self.model_file(provider)
+        if graph.name == MODEL_FILE:  # the same graph with its tokens' states beside the vector
+            graph = token_graph(self.model_dir, MODEL_FILE) or graph
+        return ort.InferenceSession(str(graph), options, providers=session_providers(provider),
                                     disabled_optimizers=disabled_optimizers(provider))
 
     def model_file(self, provider: str) -> Path:
@@ -423,7 +427,10 @@ class Embedder:
         if run_all is not None:
             outputs: Iterable[np.ndarray] = run_all(feeds)
         else:
-            outputs = (session.run(None, feed)[0] for feed in feeds)
+            # the vector only: the query's graph gives the tokens' states too (`token_match`)
+            listed = getattr(session, "get_outputs", None)
+            names = [listed()[0].name] if listed is not None else None
+            outputs = (session.run(names, feed)[0] for feed in feeds)
         for batch, vectors in zip(batches, outputs):
             out[batch] = vectors
         return out

@@ -36,6 +36,7 @@ PRIOR_PASSAGES = 50  # how many typical cosines a query's spread is topped up wi
 # the margin is taken over the n-th best other file, not the next one: a copy of the answer, or a
 # companion note, must not make a clear answer look ordinary
 MARGIN_OVER = 2
+SURE = 0.5  # a query whose best result is at least as likely as not has a good match, whatever its tokens
 
 FEATURES = {
     "hybrid": ("cosine", "standout", "margin", "coverage"),
@@ -53,6 +54,11 @@ class Evidence:
     coverage: float  # share of the query's distinct words in the passage
     idf_coverage: float  # the same, each word weighted by its rarity in the index
 
+    @classmethod
+    def of(cls, shown: Mapping[str, float]) -> Evidence:
+        """The evidence a result shows (`Result.evidence`, which may add the token match)."""
+        return cls(**{name: shown[name] for name in cls.__dataclass_fields__})
+
 
 @dataclass(frozen=True)
 class Model:
@@ -61,6 +67,10 @@ class Model:
     bias: float
     threshold: float  # a good match reaches it; a query with none gets "no good match"
     hide: float  # beside a good match, a result under this line is a weak one (at most the threshold)
+    # where fitted, whether a query has a good match is told by how well its tokens find their like
+    # in the first result (`token_match`) instead of by the threshold: a query whose best
+    # result is at least SURE has one without asking
+    match_line: float | None = None
 
     def probability(self, evidence: Evidence) -> float:
         z = self.bias + sum(w * getattr(evidence, name) for w, name in zip(self.weights, self.features, strict=True))
@@ -68,8 +78,8 @@ class Model:
 
     def weak(self, confidence: float, good_match: bool) -> bool:
         """Whether a result of this confidence is left out by default, in a query that has (or has
-        not) a good match."""
-        return confidence < (self.hide if good_match else self.threshold)
+        not) a good match: beside one, under the hide line; without one, every result."""
+        return not good_match or confidence < self.hide
 
 
 @functools.cache
@@ -111,7 +121,8 @@ def model_for(model_id: str | None, mode: Mode) -> Model:
         entry = dict(table["words_only"])
         if mode != Mode.KEYWORD:
             entry.update(threshold=0.0, hide=0.0)
-    return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"])
+    return Model(tuple(entry["features"]), tuple(entry["weights"]), entry["bias"], entry["threshold"], entry["hide"],
+                 entry.get("match_line"))
 
 
 def blended_spread(spread: tuple[float, float, int], reference: tuple[float, float] | None) -> tuple[float, float]:
