@@ -40,6 +40,17 @@ def test_the_everyday_questions_point_at_notes_of_their_own_folder() -> None:
         assert q["topic_doc_ids"] and all(docs[d]["folder"] == q["folder"] for d in q["topic_doc_ids"]), q
 
 
+def test_the_english_questions_render_japanese_ones_of_their_folder() -> None:
+    originals = {q["id"]: q for name in ("queries", "off") for q in read_jsonl(EVAL / "everyday" / f"{name}.jsonl")}
+    english = read_jsonl(EVAL / "everyday" / "english.jsonl")
+    assert len({q["id"] for q in english}) == len(english) and not {q["id"] for q in english} & originals.keys()
+    for q in english:
+        original = originals[q["translates"]]
+        assert q["folder"] == original["folder"] and q["query"].isascii(), q
+        assert q.get("relevant_doc_id") == original.get("relevant_doc_id"), q
+        assert q["kind"] == ("answerable" if "relevant_doc_id" in original else "off"), q
+
+
 def test_the_debian_collections_are_known_item_sets_of_the_development_packages_only() -> None:
     folders = {p.name for p in (EVAL / "debian-docs").iterdir() if p.is_dir()}
     assert folders == DEVELOPMENT_PACKAGES
