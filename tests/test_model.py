@@ -214,6 +214,20 @@ def test_token_match_is_higher_where_the_query_s_tokens_are(embedder: Embedder) 
     assert 0.9 < near <= 1.0 + 1e-6 and far < near - 0.05, (near, far)
 
 
+def test_a_recent_passage_s_token_states_are_not_made_again(embedder: Embedder, monkeypatch) -> None:
+    """Typing a question, its first result stays the same over several keys: the passage's run,
+    most of a token match's time, is made once."""
+    from oboyu.models import token_match as module
+
+    runs: list[int] = []
+    real = module._states
+    monkeypatch.setattr(module, "_states", lambda session, ids: runs.append(len(ids)) or real(session, ids))
+    passage = "議事録\n来週の定例ミーティングで来期の予算を決める。"
+    first = [token_match(embedder, typed, passage) for typed in ("予算", "予算を決め", "予算を決める会議")]
+    assert len(runs) == 4 and max(runs) == runs[0]  # the passage once, then each query
+    assert token_match(embedder, "予算", passage) == first[0]
+
+
 def test_a_graph_that_does_not_pool_tokens_has_no_token_graph(tmp_path: Path) -> None:
     node = onnx.helper.make_node("Identity", ["x"], ["y"])
     value = onnx.helper.make_tensor_value_info

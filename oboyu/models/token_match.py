@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,6 +13,12 @@ from oboyu.models.token_states import TOKEN_OUTPUT, late_interaction
 
 if TYPE_CHECKING:
     import onnxruntime as ort
+
+# the tokens' states of recent passages: typing a question, its first result stays the same over
+# several keys, and the passage's run is most of a token match's time
+RECENT_PASSAGES = 16
+_recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_recent_lock = threading.Lock()
 
 
 def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
@@ -34,8 +42,22 @@ def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
     keep = [i for i in range(lead + prefix_length(info.query_prefix), len(query_ids) - tail) if query_ids[i] != space]
     scores = getattr(tokenizer, "scores", None)
     weights = [-float(scores[query_ids[i]]) if scores is not None else 1.0 for i in keep]
-    passage_tokens = _states(session, passage_ids)[lead + prefix_length(info.passage_prefix): len(passage_ids) - tail]
+    passage_tokens = _passage_states(embedder, passage_ids)[lead + prefix_length(info.passage_prefix): len(passage_ids) - tail]
     return late_interaction(_states(session, query_ids)[keep], passage_tokens, weights)
+
+
+def _passage_states(embedder: Embedder, ids: list[int]) -> np.ndarray:
+    key = (embedder.info.model_id, ",".join(map(str, ids)))
+    with _recent_lock:
+        if key in _recent:
+            _recent.move_to_end(key)
+            return _recent[key]
+    states = _states(embedder.onnxruntime_session, ids)
+    with _recent_lock:
+        _recent[key] = states
+        while len(_recent) > RECENT_PASSAGES:
+            _recent.popitem(last=False)
+    return states
 
 
 def _states(session: ort.InferenceSession, ids: list[int]) -> np.ndarray:

@@ -36,7 +36,7 @@ PRIOR_PASSAGES = 50  # how many typical cosines a query's spread is topped up wi
 # the margin is taken over the n-th best other file, not the next one: a copy of the answer, or a
 # companion note, must not make a clear answer look ordinary
 MARGIN_OVER = 2
-SURE = 0.5  # a query whose best result is at least as likely as not has a good match, whatever its tokens
+SURE = 0.3  # a query whose best result is at least this likely has a good match, whatever its tokens
 
 FEATURES = {
     "hybrid": ("cosine", "standout", "margin", "coverage"),
