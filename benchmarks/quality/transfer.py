@@ -117,9 +117,7 @@ def _best(model: Model, question: Asked) -> float:
 
 def no_good_match(model: Model, question: Asked) -> bool:
     """As `query.has_good_match` tells it."""
-    if model.match_line is not None and question.match is not None and _best(model, question) < SURE:
-        return question.match < model.match_line
-    return _best(model, question) < model.threshold
+    return not model.has_good_match(_best(model, question), question.match)
 
 
 def judged(model: Model, questions: list[Asked]) -> dict[str, float | None]:

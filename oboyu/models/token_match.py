@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # the tokens' states of recent passages: typing a question, its first result stays the same over
 # several keys, and the passage's run is most of a token match's time
 RECENT_PASSAGES = 16
-_recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_recent: OrderedDict[tuple[str, tuple[int, ...]], np.ndarray] = OrderedDict()
 _recent_lock = threading.Lock()
 
 
@@ -47,7 +47,7 @@ def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
 
 
 def _passage_states(embedder: Embedder, ids: list[int]) -> np.ndarray:
-    key = (embedder.info.model_id, ",".join(map(str, ids)))
+    key = (embedder.info.model_id, tuple(ids))
     with _recent_lock:
         if key in _recent:
             _recent.move_to_end(key)

@@ -81,6 +81,17 @@ class Model:
         not) a good match: beside one, under the hide line; without one, every result."""
         return not good_match or confidence < self.hide
 
+    def asks_token_match(self, best: float) -> bool:
+        """Whether a query whose best result has this confidence is told by its token match."""
+        return self.match_line is not None and best < SURE
+
+    def has_good_match(self, best: float, token_match: float | None = None) -> bool:
+        """Whether a query has a good match: where its token match is asked and known, by the
+        match line; else by its best result's confidence against the threshold."""
+        if token_match is not None and self.match_line is not None and self.asks_token_match(best):
+            return token_match >= self.match_line
+        return best >= self.threshold
+
 
 @functools.cache
 def _table() -> dict:

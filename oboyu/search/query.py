@@ -21,7 +21,7 @@ from oboyu.models.rerank import Reranker
 from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
 from oboyu.paths import disk_path
-from oboyu.search.confidence import SURE, Model, gather, model_for, reference_for
+from oboyu.search.confidence import Model, gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
@@ -266,13 +266,12 @@ def has_good_match(chosen: Scores, judges: dict[str, Model], confidences: dict[s
     or over the threshold."""
     if not chosen:
         return False, None
-    first = chosen[0][0]
-    line = judges[first].match_line
-    if line is not None and embedder is not None and max(confidences.values()) < SURE:
+    first, best = chosen[0][0], max(confidences.values())
+    if embedder is not None and judges[first].asks_token_match(best):
         hit = hits[first]
         match = token_match(embedder, query, embedding_text(hit.title, hit.heading, hit.text))
         if match is not None:
-            return match >= line, (first, match)
+            return judges[first].has_good_match(best, match), (first, match)
     return any(confidences[cid] >= judges[cid].threshold for cid, _ in chosen), None
 
 
