@@ -89,6 +89,28 @@ def calm_capitals(text: str) -> str:
     return text.lower()
 
 
+_JAPANESE_LETTER = re.compile(r"[\u3041-\u30ff\u3400-\u9fff\uf900-\ufaff\uff66-\uff9f]")  # kana, kanji
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+# Japanese packs a word into a character or two: two kana or kanji weigh as one Latin word
+LETTERS_PER_WORD = 2
+
+
+def written_in(text: str) -> str | None:
+    """"japanese" or "latin": the writing a text is mostly in, by weight of its kana and kanji
+    against its Latin words (`Zoom 会議` is Japanese, `How do I file 確定申告` Latin); None for
+    text with neither (digits, symbols)."""
+    japanese = len(_JAPANESE_LETTER.findall(text))
+    latin = len(_LATIN_WORD.findall(text))
+    if not japanese and not latin:
+        return None
+    return "japanese" if japanese >= LETTERS_PER_WORD * latin else "latin"
+
+
+def has_japanese(text: str) -> bool:
+    """Whether the text holds a kana or a kanji."""
+    return _JAPANESE_LETTER.search(text) is not None
+
+
 # MeCab (fugashi 1.x, unidic) crashed the process (a segmentation fault) on one unknown word of
 # 250,000 letters (a pasted query): it is given pieces of at most this many characters
 MECAB_PIECE_CHARS = 10_000

@@ -314,7 +314,8 @@ def fit_match_lines(table: dict, model_key: str, db_dir: Path, embedder) -> dict
     confidence._table = functools.cache(lambda: unmatched)
     lines = {}
     for mode in (Mode.HYBRID, Mode.VECTOR):
-        questions = [a for c in collections() for a in asked(c, index_of(c, db_dir, embedder), embedder, mode)]
+        questions = [a for c in collections() for a in asked(c, index_of(c, db_dir, embedder), embedder, mode)
+                     if not a.across]  # across languages nothing is weak (query.across_languages)
         line = match_line(questions, confidence.model_for(embedder.info.model_id, mode))
         if line is not None:
             lines[mode.value] = line

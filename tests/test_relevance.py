@@ -22,7 +22,7 @@ from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
 from oboyu.search import query as query_module
 from oboyu.search.confidence import FEATURES, SURE, model_for
-from oboyu.search.query import search
+from oboyu.search.query import ACROSS_LANGUAGES, across_languages, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
@@ -74,6 +74,13 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     every = run_oboyu(oboyu_env, "query", ABSENT, "--all", "--json")
     listed = json.loads(every.stdout)
     assert every.returncode == 0 and listed and all(r["weak"] and 0 <= r["score"] < 1 for r in listed)
+    # English asked of a Japanese note: ranked by meaning, nothing weak, and said so
+    assert found[0]["across_languages"] is False
+    english = run_oboyu(oboyu_env, "query", "How do I make curry rice?", "--json")
+    assert english.returncode == 0, english.stderr
+    across = json.loads(english.stdout)
+    assert Path(across[0]["path"]).name == "curry.txt" and across[0]["across_languages"]
+    assert not any(r["weak"] for r in across) and ACROSS_LANGUAGES in english.stderr
     # hiragana for a katakana word finds it by its words alone
     kana = run_oboyu(oboyu_env, "query", "みーてぃんぐ", "--mode", "keyword", "--json")
     assert [Path(r["path"]).name for r in json.loads(kana.stdout)][:1] == ["meeting-jp.md"], kana.stderr
@@ -187,6 +194,37 @@ def test_a_query_whose_tokens_find_no_like_in_the_first_result_has_no_good_match
         assert [r.weak for r in results(match + 0.01)] == [True] * len(first)  # they did not: no good match
         # without a match line the threshold tells, and no token match is asked
         assert all("token_match" not in r.evidence for r in results(None))
+
+
+def test_a_query_is_across_languages_only_where_its_writing_and_its_first_results_differ() -> None:
+    from oboyu.text import written_in
+
+    assert [written_in(t) for t in ("コードフリーズ いつ", "Zoom 会議", "When is the code freeze?", "Café",
+                                    "How do I file 確定申告", "2024-04-08 !!")] == \
+        ["japanese", "japanese", "latin", "latin", "latin", None]
+    note = "# 定例MTG\n\nv3.2 のリリースは QA の遅れで一週間延期。Slack で共有済み。"
+    assert across_languages("Why was the v3.2 release delayed?", note)
+    assert not across_languages("v3.2 のリリースが延びた理由", note)
+    # a Japanese question is judged as any, whatever its first passage (a man page's options)
+    assert not across_languages("リリースの手順", "Build the wheel and upload it to the package index.")
+    assert not across_languages("2024", note)  # digits alone are in no writing
+    assert not across_languages("How do I file 確定申告", note)  # a Japanese word: judged by its words
+
+
+def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines no result can pass: every result of a question in its notes' language is weak, and
+    none of one asked across languages."""
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
+    fitted = model_for(embedder.info.model_id, Mode.HYBRID)
+    judge = replace(fitted, threshold=1.0, hide=1.0, match_line=1.0)
+    monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+    with Store(db, read_only=True) as store:
+        for question, across in (("カレーの煮込み時間", False), ("How long do I simmer the curry?", True),
+                                 ("release checklist before tagging", False)):
+            results = search(SqlRanker(store), embedder, question, 5)
+            assert [r.across_languages for r in results] == [across] * len(results), question
+            assert [r.weak for r in results] == [not across] * len(results), question
 
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:

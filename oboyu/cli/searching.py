@@ -21,7 +21,7 @@ from oboyu.modes import MODE_NAMES, Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
 from oboyu.search.live import LiveIndex
-from oboyu.search.query import Result
+from oboyu.search.query import ACROSS_LANGUAGES, Result
 from oboyu.search.rankers import SqlRanker
 from oboyu.text import json_safe, valid_text, visible
 
@@ -167,6 +167,8 @@ def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
                 env: Mapping[str, str] | None = None) -> int:
     shown = _shown(results, asked.show_all, asked.min_score)
     write_results(shown, asked.output_format, asked.explain, out, env)
+    if shown and shown[0].across_languages:
+        click.echo(f"oboyu: {ACROSS_LANGUAGES}", file=err)
     if not shown:
         _say_no_match(asked, results, err)
         return EXIT_NO_RESULTS

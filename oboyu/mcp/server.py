@@ -112,7 +112,8 @@ class OboyuTools:
             for r in results
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so
-        return {"no_good_match": all(r.weak for r in results), "results": hits}
+        return {"no_good_match": all(r.weak for r in results),
+                "across_languages": bool(results) and results[0].across_languages, "results": hits}
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         for name, value in (("start_line", start_line), ("end_line", end_line)):
@@ -385,7 +386,9 @@ def build_server(tools: OboyuTools):
              "probability that it answers the query), weak (under the line of a good match), likely (false: under "
              "that line beside a good match, kept in case, seldom the answer), folder (the indexed "
              "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
-             "every result is weak, so the documents most likely do not hold the answer. mode: hybrid (default), "
+             "every result is weak, so the documents most likely do not hold the answer. across_languages: the "
+             "query is in another language than its closest documents, so how sure each result is cannot be "
+             "told and none is weak. mode: hybrid (default), "
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
              "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
 

@@ -18,7 +18,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.live import Answer
-from oboyu.search.query import MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
+from oboyu.search.query import ACROSS_LANGUAGES, MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
 from oboyu.text import visible
 from oboyu.tui.preview import highlighted, read_preview
 
@@ -108,6 +108,8 @@ class ResultList(OptionList):
             weak = len(self.answer.results) - good
             title += f" · {good}" + (f" (+{weak} weak)" if weak else "") \
                 + (" · last loaded state" if self.answer.stale else "")
+            if self.answer.results and self.answer.results[0].across_languages:
+                title += f" · {ACROSS_LANGUAGES}"
         if self.selected:
             title += f" · {len(self.selected)} selected"
         self.border_title = title
