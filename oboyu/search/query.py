@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from oboyu.documents.filetypes import part_location
-from oboyu.documents.keywords import fallback_terms, query_words
+from oboyu.documents.keywords import ENGLISH_FUNCTION_WORDS, fallback_terms, query_words, words
 from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit, embedding_text
 from oboyu.models.embedding import Embedder
@@ -102,7 +102,7 @@ class Result:
     folder: str | None = None  # the name of the indexed folder the file belongs to
     folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
     likely: bool = True  # at or over the good-match line; one under it beside a good match is shown, but unlikely
-    across_languages: bool = False  # the query and its first result in different writings: nothing is weak (`across_languages`)
+    across_languages: bool = False  # a query in Latin letters among Japanese results: nothing is weak (`across_languages`)
 
     @property
     def part(self) -> str:
@@ -214,7 +214,7 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
-    across = bool(chosen) and across_languages(query, hits[chosen[0][0]].text)
+    across = across_languages(query, [hits[cid].text for cid, _ in chosen[:k]])
     good_match, first_match = (True, None) if across else has_good_match(chosen, judges, confidences, embedder, query, hits)
     if mode is Mode.HYBRID and reranker is None and not across:
         chosen = shown_first(chosen, judges, confidences, good_match)
@@ -261,20 +261,25 @@ def unlikely_from(results: list[Result]) -> int:
     return len(shown) if last_likely is None else last_likely + 1
 
 
-def across_languages(query: str, first_passage: str) -> bool:
-    """Whether the query is in Latin letters alone (English, say) and its first result in
-    Japanese (a question with a Japanese word is judged by its words as any other). The
-    confidence and the token match were fitted on questions in their notes' language; across
-    languages they share no words, and the token match runs low: 11 of 20 English questions about
-    Japanese notes were told "no good match", against 0 of the same 20 in Japanese
+def across_languages(query: str, passages: list[str]) -> bool:
+    """Whether the query is a question in English (Latin letters alone, with a function word:
+    how, the, is, ...; `zzzz qqqq` is not) and a result it gets is in Japanese (a question with a
+    Japanese word is judged by its words as any other). The confidence
+    and the token match were fitted on questions in their notes' language; across languages they
+    share no words, and the token match runs low: 11 of 20 English questions about Japanese notes
+    were told "no good match", against 0 of the same 20 in Japanese
     (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
     enough to draw a line (AUC 0.83 for the token match, 0.67 for the confidence, against 0.97
     and more in Japanese). So nothing is called weak there: the results come ranked by meaning,
-    and the front ends say that how sure each is cannot be told. The other way is judged as any
+    and the front ends say that how sure each is cannot be told. Any Japanese result counts, not
+    only the first: in a folder of both languages an English question is drawn to the English
+    notes, while its answer may be a Japanese one further down. The other way is judged as any
     query: a Japanese question whose first passage is mostly Latin letters (a man page's options,
     an English note) kept every answerable question of the development collections, and their
     off-topic ones were caught (personal: 80% against 65% had it counted as across)."""
-    return not has_japanese(query) and written_in(query) == "latin" and written_in(first_passage) == "japanese"
+    return (not has_japanese(query) and written_in(query) == "latin"
+            and any(word in ENGLISH_FUNCTION_WORDS for word in words(query))
+            and any(written_in(passage) == "japanese" for passage in passages))
 
 
 def has_good_match(chosen: Scores, judges: dict[str, Model], confidences: dict[str, float], embedder: Embedder | None,
