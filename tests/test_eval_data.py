@@ -51,6 +51,16 @@ def test_the_english_questions_render_japanese_ones_of_their_folder() -> None:
         assert q["kind"] == ("answerable" if "relevant_doc_id" in original else "off"), q
 
 
+def test_the_english_notes_are_english_and_new_to_their_folder() -> None:
+    from oboyu.text import written_in
+
+    notes = read_jsonl(EVAL / "everyday" / "english_notes.jsonl")
+    with gzip.open(EVAL / "everyday" / "docs.jsonl.gz", "rt", encoding="utf-8") as handle:
+        ids = {json.loads(line)["id"] for line in handle}
+    assert len(notes) == 5 and len({n["id"] for n in notes}) == 5 and not {n["id"] for n in notes} & ids
+    assert all(n["folder"] == "a" and n["id"].startswith("a/") and written_in(n["text"]) == "latin" for n in notes)
+
+
 def test_the_debian_collections_are_known_item_sets_of_the_development_packages_only() -> None:
     folders = {p.name for p in (EVAL / "debian-docs").iterdir() if p.is_dir()}
     assert folders == DEVELOPMENT_PACKAGES

@@ -262,21 +262,21 @@ def unlikely_from(results: list[Result]) -> int:
 
 
 def across_languages(query: str, passages: list[str]) -> bool:
-    """Whether the query is a question in English (Latin letters alone, with a function word:
-    how, the, is, ...; `zzzz qqqq` is not) and a result it gets is in Japanese (a question with a
-    Japanese word is judged by its words as any other). The confidence
-    and the token match were fitted on questions in their notes' language; across languages they
-    share no words, and the token match runs low: 11 of 20 English questions about Japanese notes
-    were told "no good match", against 0 of the same 20 in Japanese
-    (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
-    enough to draw a line (AUC 0.83 for the token match, 0.67 for the confidence, against 0.97
-    and more in Japanese). So nothing is called weak there: the results come ranked by meaning,
-    and the front ends say that how sure each is cannot be told. Any Japanese result counts, not
-    only the first: in a folder of both languages an English question is drawn to the English
-    notes, while its answer may be a Japanese one further down. The other way is judged as any
-    query: a Japanese question whose first passage is mostly Latin letters (a man page's options,
-    an English note) kept every answerable question of the development collections, and their
-    off-topic ones were caught (personal: 80% against 65% had it counted as across)."""
+    """Whether the query is a question in English (Latin letters alone, with a function word: how,
+    the, is, ...; `zzzz qqqq` is not) and a result it gets is in Japanese (a question with a
+    Japanese word is judged by its words as any other). The confidence and the token match were
+    fitted on questions in their notes' language; across languages they share no words, and the
+    token match runs low: 11 of 20 English questions about Japanese notes were told "no good
+    match", against 0 of the same 20 in Japanese (`benchmarks.quality.cross_language`), and no
+    evidence tells them from off-topic ones well enough to draw a line (AUC 0.83 for the token
+    match, 0.67 for the confidence, against 0.97 and more in Japanese). So nothing is called weak
+    there: the results come ranked by meaning, and the front ends say that how sure each is cannot
+    be told. Any Japanese result counts, not only the first: in a folder of both languages an
+    English question is drawn to the English notes, while its answer may be a Japanese one
+    further down. The other way is judged as any query: a Japanese question whose first passage is
+    mostly Latin letters (a man page's options, an English note) kept every answerable question of
+    the development collections, and their off-topic ones were caught (personal: 80% against 65%
+    had it counted as across)."""
     return (not has_japanese(query) and written_in(query) == "latin"
             and any(word in ENGLISH_FUNCTION_WORDS for word in words(query))
             and any(written_in(passage) == "japanese" for passage in passages))
