@@ -257,6 +257,27 @@ def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> 
     asyncio.run(run())
 
 
+def test_the_app_says_when_a_question_is_across_languages(tmp_path: Path, embedder) -> None:
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
+    question = "How long do I simmer the curry?"
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(200, 30)) as pilot:
+            await pilot.press(*question)
+            for _ in range(400):
+                if app.shown is not None and app.shown.query == question:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
+            listed = app.query_one(ResultList)
+            assert listed.results and not any(r.weak for r in listed.results)
+            assert ACROSS_LANGUAGES in str(listed.border_title)
+
+    asyncio.run(run())
+
+
 def test_one_weak_keyword_match_is_not_scaled_up_to_a_full_leg() -> None:
     from oboyu.search.fusion import convex
 

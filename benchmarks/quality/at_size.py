@@ -1,16 +1,15 @@
 """Does the default output hold at archive size? Each everyday folder asked alone, and again with
 every other development collection's documents beside it (the dev sets and the five Debian
-documentation sets: about 2,300 more files and 17,000 more passages, under `archive/NAME/`), as a
+documentation sets: about 2,470 more files and 16,000 more passages, under `archive/NAME/`), as a
 person's folder keeps a few hundred notes among manuals, exports and old papers. The same
 questions, the shipped model and lines (hybrid by default); for each folder and size: the share
 of answerable questions whose right note is in the top 10 (`--all`) and among the results shown
 by default, MRR@10, the share told "no good match", and the share of near-topic and off-topic
 questions caught.
 
-The indexes (transfer-everyday-X.duckdb and at-size-everyday-X.duckdb) are kept in --db-dir and
-reused; the large ones take a few minutes each to build where the embedding cache has the
-passages' vectors (quality.transfer builds them), and about 15 minutes each on two cores where it
-has not.
+The indexes (transfer-everyday-X.duckdb, as quality.transfer builds them, and
+transfer-at-size-everyday-X.duckdb) are kept in --db-dir and reused; each large one took 6 to 9
+minutes to build on two cores of the Xeon with AMX (the whole run, 25 minutes).
 
     python -m benchmarks.quality.at_size [--db-dir DIR] [--mode hybrid] [--json]
 """
