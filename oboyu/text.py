@@ -100,10 +100,15 @@ def written_in(text: str) -> str | None:
     against its Latin words (`Zoom 会議` is Japanese, `How do I file 確定申告` Latin); None for
     text with neither (digits, symbols)."""
     japanese = len(_JAPANESE_LETTER.findall(text))
-    latin = len(_LATIN_WORD.findall(text))
+    latin = len(latin_words(text))
     if not japanese and not latin:
         return None
     return "japanese" if japanese >= LETTERS_PER_WORD * latin else "latin"
+
+
+def latin_words(text: str) -> list[str]:
+    """The runs of Latin letters in a text, as written."""
+    return _LATIN_WORD.findall(text)
 
 
 def has_japanese(text: str) -> bool:

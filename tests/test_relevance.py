@@ -214,6 +214,17 @@ def test_a_query_in_latin_letters_alone_among_japanese_results_is_across_languag
     assert not across_languages("How do I file 確定申告", [note])  # a Japanese word: judged by its words
     assert not across_languages("Why was the release delayed?", [])
     assert not across_languages("zzzz qqqq", [note])  # no English word: not a question in English
+    assert not across_languages("expense deadline", [note])  # keywords: told by the model's tokenizer
+
+
+def test_english_keywords_are_told_from_letters_that_are_no_english(embedder) -> None:
+    from oboyu.search.query import in_english
+
+    for typed in ("expense deadline", "fire pit", "wifi password"):
+        assert in_english(typed, embedder), typed
+    for typed in ("zzzz qqqq", "asdf", "xkcd"):
+        assert not in_english(typed, embedder), typed
+    assert in_english("When is the code freeze?")  # a function word: no tokenizer needed
 
 
 def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,10 +236,11 @@ def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch:
     judge = replace(fitted, threshold=1.0, hide=1.0, match_line=1.0)
     monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
     with Store(db, read_only=True) as store:
-        # the example notes hold both languages: an English question meets Japanese results too (a
-        # few English words are no question in English: judged by them)
+        # the example notes hold both languages: an English question meets Japanese results too,
+        # typed as a sentence or as keywords; letters that are no English are judged as any query
         for question, across in (("カレーの煮込み時間", False), ("How long do I simmer the curry?", True),
-                                 ("What is on the release checklist?", True), ("release checklist", False)):
+                                 ("What is on the release checklist?", True), ("curry recipe", True),
+                                 ("zzzz qqqq", False)):
             results = search(SqlRanker(store), embedder, question, 5)
             assert [r.across_languages for r in results] == [across] * len(results), question
             assert [r.weak for r in results] == [not across] * len(results), question

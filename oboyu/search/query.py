@@ -26,7 +26,7 @@ from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
-from oboyu.text import calm_capitals, has_japanese, query_text, written_in
+from oboyu.text import calm_capitals, has_japanese, latin_words, query_text, written_in
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
@@ -214,7 +214,7 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
-    across = across_languages(query, [hits[cid].text for cid, _ in chosen[:k]])
+    across = across_languages(query, [hits[cid].text for cid, _ in chosen[:k]], embedder)
     good_match, first_match = (True, None) if across else has_good_match(chosen, judges, confidences, embedder, query, hits)
     if mode is Mode.HYBRID and reranker is None and not across:
         chosen = shown_first(chosen, judges, confidences, good_match)
@@ -261,25 +261,41 @@ def unlikely_from(results: list[Result]) -> int:
     return len(shown) if last_likely is None else last_likely + 1
 
 
-def across_languages(query: str, passages: list[str]) -> bool:
-    """Whether the query is a question in English (Latin letters alone, with a function word: how,
-    the, is, ...; `zzzz qqqq` is not) and a result it gets is in Japanese (a question with a
-    Japanese word is judged by its words as any other). The confidence and the token match were
-    fitted on questions in their notes' language; across languages they share no words, and the
-    token match runs low: 11 of 20 English questions about Japanese notes were told "no good
-    match", against 0 of the same 20 in Japanese (`benchmarks.quality.cross_language`), and no
-    evidence tells them from off-topic ones well enough to draw a line (AUC 0.83 for the token
-    match, 0.67 for the confidence, against 0.97 and more in Japanese). So nothing is called weak
-    there: the results come ranked by meaning, and the front ends say that how sure each is cannot
-    be told. Any Japanese result counts, not only the first: in a folder of both languages an
-    English question is drawn to the English notes, while its answer may be a Japanese one
-    further down. The other way is judged as any query: a Japanese question whose first passage is
-    mostly Latin letters (a man page's options, an English note) kept every answerable question of
-    the development collections, and their off-topic ones were caught (personal: 80% against 65%
-    had it counted as across)."""
+def across_languages(query: str, passages: list[str], embedder: Embedder | None = None) -> bool:
+    """Whether the query is in English (`in_english`) and a result it gets is in Japanese (a
+    question with a Japanese word is judged by its words as any other). The confidence and the
+    token match were fitted on questions in their notes' language; across languages they share
+    no words, and the token match runs low: 11 of 20 English questions about Japanese notes were
+    told "no good match", against 0 of the same 20 in Japanese
+    (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
+    enough to draw a line (AUC 0.83 for the token match, 0.67 for the confidence, against 0.97
+    and more in Japanese). So nothing is called weak there: the results come ranked by meaning,
+    and the front ends say that how sure each is cannot be told. Any Japanese result counts, not
+    only the first: in a folder of both languages an English question is drawn to the English
+    notes, while its answer may be a Japanese one further down. The other way is judged as any
+    query: a Japanese question whose first passage is mostly Latin letters (a man page's
+    options, an English note) kept every answerable question of the development collections, and
+    their off-topic ones were caught (personal: 80% against 65% had it counted as across)."""
     return (not has_japanese(query) and written_in(query) == "latin"
-            and any(word in ENGLISH_FUNCTION_WORDS for word in words(query))
-            and any(written_in(passage) == "japanese" for passage in passages))
+            and any(written_in(passage) == "japanese" for passage in passages) and in_english(query, embedder))
+
+
+def in_english(query: str, embedder: Embedder | None = None) -> bool:
+    """Whether a query in Latin letters reads as English: it has a function word (how, the, is,
+    ...: 53 of the 55 English questions of eval/everyday), or, typed as keywords, at least half its
+    words are whole pieces of the model's tokenizer (`fire pit`, `expense deadline`; not `zzzz
+    qqqq`, nor `kubectl rollout undo`, whose words a folder holds as written)."""
+    if any(word in ENGLISH_FUNCTION_WORDS for word in words(query)):
+        return True
+    typed = latin_words(query)
+    if embedder is None or not typed:
+        return False
+    tokenizer = embedder.tokenizer
+
+    def whole(word: str) -> bool:
+        return any(len(tokenizer.encode(form, add_special_tokens=False).ids) == 1 for form in (word, word.lower()))
+
+    return 2 * sum(map(whole, typed)) >= len(typed)
 
 
 def has_good_match(chosen: Scores, judges: dict[str, Model], confidences: dict[str, float], embedder: Embedder | None,
