@@ -244,6 +244,8 @@ def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch:
             results = search(SqlRanker(store), embedder, question, 5)
             assert [r.across_languages for r in results] == [across] * len(results), question
             assert [r.weak for r in results] == [not across] * len(results), question
+            if across:  # nor is a tail set apart as less likely
+                assert all(r.likely for r in results), question
 
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:

@@ -235,7 +235,7 @@ def search(
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
                 file_type=hit.file_type, weak=not across and judges[cid].weak(confidence, good_match),
-                likely=confidence >= judges[cid].threshold,
+                likely=across or confidence >= judges[cid].threshold,  # across languages nothing is set apart
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()}
                 | ({"token_match": round(first_match[1], 4)} if first_match and first_match[0] == cid else {}),
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
