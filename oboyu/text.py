@@ -6,6 +6,7 @@ Text is also cut here into pieces a parser copes with (`pieces`)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  # ␀ … ␟ (tab kept)
@@ -90,7 +91,7 @@ def calm_capitals(text: str) -> str:
 
 
 _JAPANESE_LETTER = re.compile(r"[\u3041-\u30ff\u3400-\u9fff\uf900-\ufaff\uff66-\uff9f]")  # kana, kanji
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f]+")  # not × or ÷
 # Japanese packs a word into a character or two: two kana or kanji weigh as one Latin word
 LETTERS_PER_WORD = 2
 
@@ -98,17 +99,19 @@ LETTERS_PER_WORD = 2
 def written_in(text: str) -> str | None:
     """"japanese" or "latin": the writing a text is mostly in, by weight of its kana and kanji
     against its Latin words (`Zoom 会議` is Japanese, `How do I file 確定申告` Latin); None for
-    text with neither (digits, symbols)."""
+    text with neither (digits, symbols). Full-width letters (ＶＰＮ) count as the letters they are;
+    Chinese counts as Japanese, and other writings as neither."""
+    text = unicodedata.normalize("NFKC", text)
     japanese = len(_JAPANESE_LETTER.findall(text))
-    latin = len(latin_words(text))
+    latin = len(_LATIN_WORD.findall(text))
     if not japanese and not latin:
         return None
     return "japanese" if japanese >= LETTERS_PER_WORD * latin else "latin"
 
 
 def latin_words(text: str) -> list[str]:
-    """The runs of Latin letters in a text, as written."""
-    return _LATIN_WORD.findall(text)
+    """The runs of Latin letters in a text (full-width ones as the letters they are)."""
+    return _LATIN_WORD.findall(unicodedata.normalize("NFKC", text))
 
 
 def has_japanese(text: str) -> bool:

@@ -22,7 +22,7 @@ from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
 from oboyu.search import query as query_module
 from oboyu.search.confidence import FEATURES, SURE, model_for
-from oboyu.search.query import ACROSS_LANGUAGES, across_languages, search
+from oboyu.search.query import ACROSS_LANGUAGES, ACROSS_LANGUAGES_SHORT, across_languages, search
 from oboyu.search.rankers import SqlRanker
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
@@ -196,25 +196,30 @@ def test_a_query_whose_tokens_find_no_like_in_the_first_result_has_no_good_match
         assert all("token_match" not in r.evidence for r in results(None))
 
 
-def test_a_query_in_latin_letters_alone_among_japanese_results_is_across_languages() -> None:
+def test_a_query_in_english_among_japanese_results_without_its_words_is_across_languages(embedder) -> None:
     from oboyu.text import written_in
 
-    assert [written_in(t) for t in ("コードフリーズ いつ", "Zoom 会議", "When is the code freeze?", "Café",
-                                    "How do I file 確定申告", "2024-04-08 !!")] == \
-        ["japanese", "japanese", "latin", "latin", "latin", None]
+    assert [written_in(t) for t in ("コードフリーズ いつ", "Zoom 会議", "When is the code freeze?", "Café", "ＶＰＮ",
+                                    "How do I file 確定申告", "2024-04-08 !!", "3×4")] == \
+        ["japanese", "japanese", "latin", "latin", "latin", "latin", None, None]
     note = "# 定例MTG\n\nv3.2 のリリースは QA の遅れで一週間延期。Slack で共有済み。"
     english = "Build the wheel and upload it to the package index."
-    assert across_languages("Why was the v3.2 release delayed?", [note])
-    assert across_languages("Why was the v3.2 release delayed?", [english, note])  # a Japanese one further down
-    assert not across_languages("How do I build the wheel?", [english, english])
-    assert not across_languages("v3.2 のリリースが延びた理由", [note])
+
+    def across(query: str, *passages: tuple[str, float]) -> bool:
+        return across_languages(query, list(passages), embedder)
+
+    assert across("Why was the release delayed?", (note, 0.0))
+    assert across("Why was the release delayed?", (english, 0.0), (note, 0.0))  # a Japanese one further down
+    assert across("expense deadline", (note, 0.0))  # keywords, told English by the model's tokenizer
+    assert not across("How do I build the wheel?", (english, 0.0), (english, 0.0))
+    assert not across("Is QA on Slack?", (note, 0.6))  # a Japanese result holds its words: judged by them
+    assert not across("v3.2 のリリースが延びた理由", (note, 0.0))
     # a Japanese question is judged as any, whatever its passages (a man page's options)
-    assert not across_languages("リリースの手順", [english])
-    assert not across_languages("2024", [note])  # digits alone are in no writing
-    assert not across_languages("How do I file 確定申告", [note])  # a Japanese word: judged by its words
-    assert not across_languages("Why was the release delayed?", [])
-    assert not across_languages("zzzz qqqq", [note])  # no English word: not a question in English
-    assert not across_languages("expense deadline", [note])  # keywords: told by the model's tokenizer
+    assert not across("リリースの手順", (english, 0.0))
+    assert not across("2024", (note, 0.0))  # digits alone are in no writing
+    assert not across("How do I file 確定申告", (note, 0.0))  # a Japanese word: judged by its words
+    assert not across("Why was the release delayed?")
+    assert not across("zzzz qqqq", (note, 0.0))  # no English word
 
 
 def test_english_keywords_are_told_from_letters_that_are_no_english(embedder) -> None:
@@ -240,9 +245,13 @@ def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch:
         # typed as a sentence or as keywords; letters that are no English are judged as any query
         for question, across in (("カレーの煮込み時間", False), ("How long do I simmer the curry?", True),
                                  ("What is on the release checklist?", True), ("curry recipe", True),
-                                 ("zzzz qqqq", False)):
+                                 ("zzzz qqqq", False), ("e-Tax", False)):  # a name a Japanese note holds
             results = search(SqlRanker(store), embedder, question, 5)
             assert [r.across_languages for r in results] == [across] * len(results), question
+            # whatever -k; and words alone (keyword mode) are judged as ever
+            assert [r.across_languages for r in search(SqlRanker(store), embedder, question, 1)] == [across], question
+            by_words = search(SqlRanker(store), embedder, question, 5, mode=Mode.KEYWORD)
+            assert not any(r.across_languages for r in by_words), question
             assert [r.weak for r in results] == [not across] * len(results), question
             if across:  # nor is a tail set apart as less likely
                 assert all(r.likely for r in results), question
@@ -278,7 +287,7 @@ def test_the_app_says_when_a_question_is_across_languages(tmp_path: Path, embedd
 
     async def run() -> None:
         app = OboyuApp(db, embedder)
-        async with app.run_test(size=(200, 30)) as pilot:
+        async with app.run_test(size=(80, 24)) as pilot:
             await pilot.press(*question)
             for _ in range(400):
                 if app.shown is not None and app.shown.query == question:
@@ -287,7 +296,7 @@ def test_the_app_says_when_a_question_is_across_languages(tmp_path: Path, embedd
             await pilot.pause()
             listed = app.query_one(ResultList)
             assert listed.results and not any(r.weak for r in listed.results)
-            assert ACROSS_LANGUAGES in str(listed.border_title)
+            assert str(listed.border_title).endswith(ACROSS_LANGUAGES_SHORT)  # after the counts: a narrow border cuts it
 
     asyncio.run(run())
 

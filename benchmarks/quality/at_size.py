@@ -1,7 +1,8 @@
 """Does the default output hold at archive size? Each everyday folder asked alone, and again with
-every other development collection's documents beside it (the dev sets and the five Debian
-documentation sets: about 2,470 more files and 16,000 more passages, under `archive/NAME/`), as a
-person's folder keeps a few hundred notes among manuals, exports and old papers. The same
+the documents of every development collection but the everyday folders beside it (the dev sets
+and the five Debian documentation sets: about 2,470 more files and 16,000 more passages, under
+`archive/NAME/`; not the other people's folders, which may answer a question off-topic here), as
+a person's folder keeps a few hundred notes among manuals, exports and old papers. The same
 questions, the shipped model and lines (hybrid by default); for each folder and size: the share
 of answerable questions whose right note is in the top 10 (`--all`) and among the results shown
 by default, MRR@10, the share told "no good match", and the share of near-topic and off-topic
@@ -25,6 +26,7 @@ from benchmarks.harness import parser, table, write_json
 from benchmarks.quality.transfer import Asked, asked, judged
 from oboyu.modes import Mode
 from oboyu.search.confidence import model_for
+from oboyu.search.evaluate import Query
 
 ARCHIVE = "archive"  # the folder the other collections' documents go in
 
@@ -37,7 +39,7 @@ def at_size(folder: Collection, others: list[Collection]) -> Collection:
     # the questions name the folder's notes by id: their file names, as the index lists them
     renamed = {doc_id: folder.file_name(doc_id) for doc_id in folder.docs}
 
-    def named(queries):
+    def named(queries: list[Query]) -> list[Query]:
         return [replace(q, relevant=frozenset(renamed[d] for d in q.relevant)) for q in queries]
 
     return Collection(f"at-size-{folder.name}", docs, named(folder.answerable), named(folder.near),
@@ -63,8 +65,8 @@ def main() -> None:
     model = model_for(embedder.info.model_id, mode)
     rows, figures = [], {}
     for folder in (c for c in every if c.name.startswith("everyday-")):
-        others = [c for c in every if not c.name.startswith("everyday-") and c.name != folder.name]
-        for label, collection in (("alone", folder), ("at archive size", at_size(folder, others))):
+        others = [c for c in every if not c.name.startswith("everyday-")]
+        for label, collection in (("alone", folder), ("archive", at_size(folder, others))):
             db = index_of(collection, args.db_dir, embedder)
             questions = asked(collection, db, embedder, mode)
             got = judged(model, questions) | {"documents": len(collection.docs), "mrr_at_10": mrr(questions)}

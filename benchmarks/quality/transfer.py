@@ -55,7 +55,7 @@ class Asked:
     right: list[bool]
     evidence: list[Evidence]
     match: float | None = None  # the token match of its first result (`token_match.token_match`)
-    across: bool = False  # asked in another writing than its first result's: nothing weak (`query.across_languages`)
+    across: bool = False  # in English among Japanese results: nothing weak (`query.across_languages`)
 
 
 def asked(collection: Collection, db: Path, embedder, mode: Mode) -> list[Asked]:

@@ -387,8 +387,8 @@ def build_server(tools: OboyuTools):
              "that line beside a good match, kept in case, seldom the answer), folder (the indexed "
              "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
              "every result is weak, so the documents most likely do not hold the answer. across_languages: the "
-             "query is in another language than its closest documents, so how sure each result is cannot be "
-             "told and none is weak. mode: hybrid (default), "
+             "query is in English and some results are Japanese documents that hardly hold its words, so how "
+             "sure each result is cannot be told and none is weak. mode: hybrid (default), "
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
              "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
 

@@ -102,7 +102,7 @@ class Result:
     folder: str | None = None  # the name of the indexed folder the file belongs to
     folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
     likely: bool = True  # at or over the good-match line; one under it beside a good match is shown, but unlikely
-    across_languages: bool = False  # a query in Latin letters among Japanese results: nothing is weak (`across_languages`)
+    across_languages: bool = False  # in English among Japanese results without its words: nothing weak (`across_languages`)
 
     @property
     def part(self) -> str:
@@ -214,7 +214,9 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
-    across = across_languages(query, [hits[cid].text for cid, _ in chosen[:k]], embedder)
+    # whatever -k: a question's verdict is the same for one result as for ten
+    across = mode.uses_vectors and across_languages(
+        query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in chosen[:max(k, ACROSS_WINDOW)]], embedder)
     good_match, first_match = (True, None) if across else has_good_match(chosen, judges, confidences, embedder, query, hits)
     if mode is Mode.HYBRID and reranker is None and not across:
         chosen = shown_first(chosen, judges, confidences, good_match)
@@ -247,8 +249,11 @@ def search(
 
 
 UNLIKELY = "less likely: under the good-match line"  # what the front ends call that tail
-# what the front ends say of a query across languages (`across_languages`)
+# what the front ends say of a query across languages (`across_languages`), at length and in the app's border
 ACROSS_LANGUAGES = "asked in another language than the notes: ranked by meaning, how sure each is cannot be told"
+ACROSS_LANGUAGES_SHORT = "another language: how sure cannot be told"
+ACROSS_WINDOW = 10  # the results looked at for one in Japanese, however few are asked for
+HALF_THE_WORDS = 0.5  # a Japanese result holding this share of the query's words judges it by them
 
 
 def unlikely_from(results: list[Result]) -> int:
@@ -261,23 +266,27 @@ def unlikely_from(results: list[Result]) -> int:
     return len(shown) if last_likely is None else last_likely + 1
 
 
-def across_languages(query: str, passages: list[str], embedder: Embedder | None = None) -> bool:
-    """Whether the query is in English (`in_english`) and a result it gets is in Japanese (a
-    question with a Japanese word is judged by its words as any other). The confidence and the
-    token match were fitted on questions in their notes' language; across languages they share
-    no words, and the token match runs low: 11 of 20 English questions about Japanese notes were
-    told "no good match", against 0 of the same 20 in Japanese
+def across_languages(query: str, passages: list[tuple[str, float]], embedder: Embedder | None = None) -> bool:
+    """Whether the query is in English (`in_english`) and among its results (each a passage and its
+    share of the query's words, weighted by rarity) is one in Japanese while none in Japanese holds
+    half its words (`VPN`, `git log` or a question naming `Zoom` twice are judged by their words).
+    The confidence and the token match were fitted on questions in their notes' language; across
+    languages they share no words, and the token match runs low: 11 of 20 English questions about
+    Japanese notes were told "no good match", against 0 of the same 20 in Japanese
     (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
-    enough to draw a line (AUC 0.83 for the token match, 0.67 for the confidence, against 0.97
-    and more in Japanese). So nothing is called weak there: the results come ranked by meaning,
-    and the front ends say that how sure each is cannot be told. Any Japanese result counts, not
-    only the first: in a folder of both languages an English question is drawn to the English
-    notes, while its answer may be a Japanese one further down. The other way is judged as any
-    query: a Japanese question whose first passage is mostly Latin letters (a man page's
-    options, an English note) kept every answerable question of the development collections, and
-    their off-topic ones were caught (personal: 80% against 65% had it counted as across)."""
-    return (not has_japanese(query) and written_in(query) == "latin"
-            and any(written_in(passage) == "japanese" for passage in passages) and in_english(query, embedder))
+    enough to draw a line (AUC 0.83 for the token match, 0.67 for the best confidence, against 0.97
+    to 0.99 and 0.94 to 0.97 in Japanese). So nothing is called weak or less likely there: the
+    results come ranked by meaning, and the front ends say that how sure each is cannot be told.
+    Any Japanese result counts, not only the first: in a folder of both languages an English
+    question is drawn to the English notes, while its answer may be a Japanese one further down.
+    The other way is judged as any query: a Japanese question whose first passage is mostly Latin
+    letters (a man page's options, an English note) kept every answerable question of the
+    development collections, and their off-topic ones were caught (personal: 80% against 65% had
+    it counted as across)."""
+    if has_japanese(query) or written_in(query) != "latin":
+        return False
+    shares = [share for text, share in passages if written_in(text) == "japanese"]
+    return bool(shares) and max(shares) < HALF_THE_WORDS and in_english(query, embedder)
 
 
 def in_english(query: str, embedder: Embedder | None = None) -> bool:

@@ -18,7 +18,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from oboyu.search.live import Answer
-from oboyu.search.query import ACROSS_LANGUAGES, MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
+from oboyu.search.query import ACROSS_LANGUAGES_SHORT, MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
 from oboyu.text import visible
 from oboyu.tui.preview import highlighted, read_preview
 
@@ -108,10 +108,10 @@ class ResultList(OptionList):
             weak = len(self.answer.results) - good
             title += f" · {good}" + (f" (+{weak} weak)" if weak else "") \
                 + (" · last loaded state" if self.answer.stale else "")
-            if self.answer.results and self.answer.results[0].across_languages:
-                title += f" · {ACROSS_LANGUAGES}"
         if self.selected:
             title += f" · {len(self.selected)} selected"
+        if self.answer is not None and self.answer.results and self.answer.results[0].across_languages:
+            title += f" · {ACROSS_LANGUAGES_SHORT}"  # last: a narrow border cuts it, not the counts
         self.border_title = title
 
     def toggle_selected(self) -> None:
