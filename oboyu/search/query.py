@@ -214,10 +214,12 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
-    # whatever -k: a question's verdict is the same for one result as for ten
-    across = mode.uses_vectors and across_languages(
+    good_match, first_match = has_good_match(chosen, judges, confidences, embedder, query, hits)
+    # told no good match, a question in English may be asking Japanese notes (whatever -k: the same
+    # verdict for one result as for ten); one with a good match, in either language, is judged as ever
+    across = not good_match and mode.uses_vectors and across_languages(
         query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in chosen[:max(k, ACROSS_WINDOW)]], embedder)
-    good_match, first_match = (True, None) if across else has_good_match(chosen, judges, confidences, embedder, query, hits)
+    good_match = good_match or across
     if mode is Mode.HYBRID and reranker is None and not across:
         chosen = shown_first(chosen, judges, confidences, good_match)
     results = []
@@ -267,22 +269,24 @@ def unlikely_from(results: list[Result]) -> int:
 
 
 def across_languages(query: str, passages: list[tuple[str, float]], embedder: Embedder | None = None) -> bool:
-    """Whether the query is in English (`in_english`) and among its results (each a passage and its
-    share of the query's words, weighted by rarity) is one in Japanese while none in Japanese holds
-    half its words (`VPN`, `git log` or a question naming `Zoom` twice are judged by their words).
-    The confidence and the token match were fitted on questions in their notes' language; across
-    languages they share no words, and the token match runs low: 11 of 20 English questions about
-    Japanese notes were told "no good match", against 0 of the same 20 in Japanese
+    """Whether a query told no good match is in English (`in_english`) and among its results
+    (each a passage and its share of the query's words, weighted by rarity) is one in Japanese
+    while none in Japanese holds half its words (`VPN`, `git log` or a question naming `Zoom`
+    twice are judged by their words; `search` asks only where the query has no good match, so an
+    English question that an English note answers is judged as ever). The confidence and the
+    token match were fitted on questions in their notes' language; across languages they share
+    no words, and the token match runs low: 11 of 20 English questions about Japanese notes were
+    told "no good match", against 0 of the same 20 in Japanese
     (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
-    enough to draw a line (AUC 0.83 for the token match, 0.67 for the best confidence, against 0.97
-    to 0.99 and 0.94 to 0.97 in Japanese). So nothing is called weak or less likely there: the
-    results come ranked by meaning, and the front ends say that how sure each is cannot be told.
-    Any Japanese result counts, not only the first: in a folder of both languages an English
-    question is drawn to the English notes, while its answer may be a Japanese one further down.
-    The other way is judged as any query: a Japanese question whose first passage is mostly Latin
-    letters (a man page's options, an English note) kept every answerable question of the
-    development collections, and their off-topic ones were caught (personal: 80% against 65% had
-    it counted as across)."""
+    enough to draw a line (AUC 0.83 for the token match, 0.67 for the best confidence, against
+    0.97 to 0.99 and 0.94 to 0.97 in Japanese). So nothing is called weak or less likely there:
+    the results come ranked by meaning, and the front ends say that how sure each is cannot be
+    told. Any Japanese result counts, not only the first: in a folder of both languages an
+    English question is drawn to the English notes, while its answer may be a Japanese one
+    further down. The other way is judged as any query: a Japanese question whose first passage
+    is mostly Latin letters (a man page's options, an English note) kept every answerable
+    question of the development collections, and their off-topic ones were caught (personal: 80%
+    against 65% had it counted as across)."""
     if has_japanese(query) or written_in(query) != "latin":
         return False
     shares = [share for text, share in passages if written_in(text) == "japanese"]
