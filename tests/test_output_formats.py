@@ -10,7 +10,7 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -229,12 +229,17 @@ def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order(
     results = [made_result(1, 0.83, True), made_result(2, 0.004, False), made_result(3, 0.31, True),
                made_result(4, 0.004, False), made_result(5, 0.003, False)]
     assert unlikely_from(results) == 3  # after the last likely one: the order is never changed
-    assert unlikely_from(results[1:2]) == 1 and unlikely_from(results[3:]) == 2  # none likely: no tail to set apart
+    # none likely (a good match told by the question's tokens, its confidences all under the line): all set apart
+    assert unlikely_from(results[1:2]) == 0 and unlikely_from(results[3:]) == 0
+    assert unlikely_from([replace(r, weak=True) for r in results[3:]]) == 0  # no good match: nothing shown to set apart
     out = io.StringIO()
     write_results(results, "text", out=out, env={})
     lines = out.getvalue().splitlines()
     assert lines.index(f"    {UNLIKELY_DIVIDER}") == lines.index(" 4. 0.004  /notes/4.md:1-2") - 1
     assert sum(UNLIKELY_DIVIDER in line for line in lines) == 1
     alone = io.StringIO()
-    write_results(results[3:], "text", out=alone, env={})  # no good match beside them: nothing to set apart from
-    assert UNLIKELY_DIVIDER not in alone.getvalue()
+    write_results(results[3:], "text", out=alone, env={})  # none over the line: the divider comes first
+    assert alone.getvalue().splitlines()[0] == f"    {UNLIKELY_DIVIDER}"
+    weak = io.StringIO()
+    write_results([replace(r, weak=True) for r in results[3:]], "text", out=weak, env={})  # --all, no good match
+    assert UNLIKELY_DIVIDER not in weak.getvalue()

@@ -449,6 +449,11 @@ def test_the_list_sets_unlikely_results_apart_under_a_divider_that_is_skipped() 
             listed.highlighted = 0
             listed.step(1)  # over the divider
             assert listed.current is not None and listed.current.rank == 2
+            # none over the line (told a good match by its tokens): all set apart, the first one highlighted
+            listed.show([made_result(1, 0.02, False), made_result(2, 0.01, False)])
+            await pilot.pause()
+            assert listed.get_option_at_index(0).disabled and UNLIKELY in str(listed.get_option_at_index(0).prompt)
+            assert listed.highlighted == 1 and listed.current is not None and listed.current.rank == 1
 
     asyncio.run(run())
 

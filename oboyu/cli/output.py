@@ -89,7 +89,7 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
     coloured, linked = colour(out, env), hyperlinks(out, env)
     tail = unlikely_from(results)
     for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
-        if number - 1 == tail and 0 < tail < sum(not s.weak for s in results):
+        if number - 1 == tail and tail < sum(not s.weak for s in results):
             divider = UNLIKELY_DIVIDER
             out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
         location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)

@@ -260,12 +260,14 @@ HALF_THE_WORDS = 0.5  # a Japanese result holding this share of the query's word
 
 def unlikely_from(results: list[Result]) -> int:
     """Where the shown results' tail of unlikely ones starts (their count when there is none): the
-    results after the last one at or over the good-match line, when one is. A user trial: beside a
-    0.83 answer, nine files at 0.004, all looking alike; they stay (the right answer is sometimes
-    among them: docs/relevance.md) and the front ends set them apart."""
+    results after the last one at or over the good-match line, or all of them when none is (a
+    question whose tokens find their like in its first result has a good match, its confidences
+    all under the line). A user trial: beside a 0.83 answer, nine files at 0.004, all looking
+    alike; they stay (the right answer is sometimes among them: docs/relevance.md) and the front
+    ends set them apart. Another: `zzzz qqqq` passed by its tokens, its results at 0.024 unmarked."""
     shown = [r for r in results if not r.weak]
     last_likely = max((i for i, r in enumerate(shown) if r.likely), default=None)
-    return len(shown) if last_likely is None else last_likely + 1
+    return 0 if last_likely is None else last_likely + 1
 
 
 def across_languages(query: str, passages: list[tuple[str, float]], embedder: Embedder | None = None) -> bool:

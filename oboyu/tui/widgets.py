@@ -59,8 +59,8 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
 
 class ResultList(OptionList):
     """The ranked files (or passages); highlighting one shows it in the preview. Beside a good
-    match, the results under the good-match line after the last one over it are dimmed, under a
-    divider that cannot be highlighted ("less likely"). Weak matches (under the confidence line)
+    match, the results under the good-match line after the last one over it (all of them when none
+    is over it) are dimmed, under a divider that cannot be highlighted ("less likely"). Weak matches (under the confidence line)
     come after the others, dimmed, under a divider that says "no good match" when they are all
     there is. Space selects results (kept
     across searches, for opening or copying them together), marked with a dot."""
@@ -82,7 +82,7 @@ class ResultList(OptionList):
         weak = [r for r in results if r.weak]
         self.results = strong + weak
         tail = unlikely_from(strong)  # beside a good match, those under its line: shown, dimmed, set apart
-        self.unlikely = {r.chunk_id for r in strong[tail:]} if tail else set()
+        self.unlikely = {r.chunk_id for r in strong[tail:]}
         options = [Option(self.prompt(r), id=r.chunk_id) for r in strong[:tail]]
         if self.unlikely:
             options.append(Option(Text(f"── {UNLIKELY} ──", style="dim italic"), disabled=True))
@@ -92,8 +92,8 @@ class ResultList(OptionList):
             options.append(Option(Text(f"── {label} ──", style="dim italic"), disabled=True))
             options += [Option(self.prompt(r), id=r.chunk_id) for r in weak]
         self.set_options(options)
-        if results:
-            self.highlighted = 0 if strong else 1
+        if results:  # the first result, not a divider
+            self.highlighted = next(i for i, option in enumerate(options) if not option.disabled)
 
     def show_answer(self, answer: Answer | None) -> None:
         """The answer's results, their count in the border (weak ones apart), and the selection's."""
