@@ -238,14 +238,29 @@ def test_english_keywords_are_told_from_letters_that_are_no_english(embedder) ->
     assert in_english("When is the code freeze?")  # a function word: no tokenizer needed
 
 
+def judged_by_lines_no_result_passes(embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every question told no good match by the usual lines (so judged across languages where it can be)."""
+    judge = replace(model_for(embedder.info.model_id, Mode.HYBRID), threshold=1.0, hide=1.0, match_line=1.0)
+    monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+
+
+async def asked_in_app(app: OboyuApp, pilot, question: str) -> ResultList:
+    """The app's result list once it shows the answer to the question typed."""
+    await pilot.press(*question)
+    for _ in range(400):
+        if app.shown is not None and app.shown.query == question:
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+    return app.query_one(ResultList)
+
+
 def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """Lines no result can pass: every result of a question in its notes' language is weak, and
     none of one asked across languages."""
     db = tmp_path / "index.duckdb"
     Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
-    fitted = model_for(embedder.info.model_id, Mode.HYBRID)
-    judge = replace(fitted, threshold=1.0, hide=1.0, match_line=1.0)
-    monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+    judged_by_lines_no_result_passes(embedder, monkeypatch)
     with Store(db, read_only=True) as store:
         # the example notes hold both languages: an English question meets Japanese results too,
         # typed as a sentence or as keywords; letters that are no English are judged as any query
@@ -270,13 +285,7 @@ def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> 
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press(*ABSENT)
-            for _ in range(400):
-                if app.shown is not None and app.shown.query == ABSENT:
-                    break
-                await pilot.pause(0.05)
-            await pilot.pause()
-            listed = app.query_one(ResultList)
+            listed = await asked_in_app(app, pilot, ABSENT)
             assert listed.results and all(r.weak for r in listed.results)
             divider = listed.get_option_at_index(0)
             assert divider.disabled and "no good match" in str(divider.prompt)
@@ -290,21 +299,12 @@ def test_the_app_says_when_a_question_is_across_languages(tmp_path: Path, embedd
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "index.duckdb"
     Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
-    question = "How long do I simmer the curry?"
-    # lines no result can pass: told no good match, so judged across languages
-    judge = replace(model_for(embedder.info.model_id, Mode.HYBRID), threshold=1.0, hide=1.0, match_line=1.0)
-    monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+    judged_by_lines_no_result_passes(embedder, monkeypatch)
 
     async def run() -> None:
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press(*question)
-            for _ in range(400):
-                if app.shown is not None and app.shown.query == question:
-                    break
-                await pilot.pause(0.05)
-            await pilot.pause()
-            listed = app.query_one(ResultList)
+            listed = await asked_in_app(app, pilot, "How long do I simmer the curry?")
             assert listed.results and not any(r.weak for r in listed.results)
             assert str(listed.border_title).endswith(ACROSS_LANGUAGES_SHORT)  # after the counts: a narrow border cuts it
 

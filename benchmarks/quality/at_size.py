@@ -26,7 +26,7 @@ from benchmarks.harness import parser, table, write_json
 from benchmarks.quality.transfer import Asked, asked, judged
 from oboyu.modes import Mode
 from oboyu.search.confidence import model_for
-from oboyu.search.evaluate import Query
+from oboyu.search.evaluate import Query, ranking_metrics
 
 ARCHIVE = "archive"  # the folder the other collections' documents go in
 
@@ -47,8 +47,8 @@ def at_size(folder: Collection, others: list[Collection]) -> Collection:
 
 
 def mrr(questions: list[Asked]) -> float:
-    ranks = [next((i for i, right in enumerate(a.right, 1) if right), None) for a in questions if a.kind == "answerable"]
-    return sum(1 / r for r in ranks if r) / len(ranks)
+    answerable = [a for a in questions if a.kind == "answerable"]
+    return sum(ranking_metrics(a.right, 1).mrr_at_10 for a in answerable) / len(answerable)
 
 
 def main() -> None:

@@ -60,10 +60,10 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
 class ResultList(OptionList):
     """The ranked files (or passages); highlighting one shows it in the preview. Beside a good
     match, the results under the good-match line after the last one over it (all of them when none
-    is over it) are dimmed, under a divider that cannot be highlighted ("less likely"). Weak matches (under the confidence line)
-    come after the others, dimmed, under a divider that says "no good match" when they are all
-    there is. Space selects results (kept
-    across searches, for opening or copying them together), marked with a dot."""
+    is over it) are dimmed, under a divider that cannot be highlighted ("less likely"). Weak
+    matches (under the confidence line) come after the others, dimmed, under a divider that says
+    "no good match" when they are all there is. Space selects results (kept across searches, for
+    opening or copying them together), marked with a dot."""
 
     results: list[Result] = []
     answer: Answer | None = None
