@@ -1,18 +1,25 @@
 # Set-up and the two jobs the README names. Everything lives in .venv under this folder.
 VENV ?= .venv
 PYTHON ?= python3
+# Downloads from the package index can break off midway (ray's wheel is 79 MB): pip resumes them,
+# and a failed install is tried again whole, so one dropped connection does not fail a fresh
+# set-up. $(call pip_install,ARGS[,VENV]) installs into VENV, .venv unless given.
+export PIP_RESUME_RETRIES ?= 20
+export PIP_RETRIES ?= 10
+pip_install = for attempt in 1 2 3; do $(or $(2),$(VENV))/bin/pip install --quiet $(1) && exit 0; \
+	echo "pip install failed (attempt $$attempt of 3); trying again" >&2; sleep 15; done; exit 1
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e .
+	$(call pip_install,--upgrade pip)
+	$(call pip_install,-e .)
 	touch $@
 
 # the tests also convert tiny models, with PyTorch: its CPU build first (unpinned, pip would
 # fetch the CUDA build and several GB of packages)
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(VENV)/bin/pip install --quiet torch==2.13.0
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(call pip_install,torch==2.13.0)
+	$(call pip_install,-e '.[test]')
 	touch $@
 
 .PHONY: install demo test lint check-wheel platforms
@@ -47,7 +54,7 @@ check-wheel: $(VENV)/.installed
 	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)
 	$(VENV)/bin/pip wheel --quiet --no-deps --wheel-dir $(CHECK_DIR)/dist .
 	$(PYTHON) -m venv $(CHECK_DIR)/venv
-	$(CHECK_DIR)/venv/bin/pip install --quiet $(CHECK_DIR)/dist/oboyu-*.whl
+	$(call pip_install,$(CHECK_DIR)/dist/oboyu-*.whl,$(CHECK_DIR)/venv)
 	cd $(CHECK_DIR) && ./venv/bin/oboyu --version
 	cd $(CHECK_DIR) && test "$$(./venv/bin/oboyu models list --json | ./venv/bin/python -c 'import json, sys; print(len(json.load(sys.stdin)))')" -ge 9
 	cd $(CHECK_DIR) && OBOYU_CACHE_DIR=$(abspath $(CHECK_CACHE)) OBOYU_DB=$(abspath $(CHECK_DIR))/index.duckdb \
