@@ -67,7 +67,8 @@ def oboyu(indexed: Indexed, capfd: pytest.CaptureFixture[str]):
 
 
 KEYWORD = ("議事録", "--mode", "keyword", "--all")
-CSV_HEADER = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet", "chunk_id", "weak")
+CSV_HEADER = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet", "chunk_id", "weak",
+              "across_languages")
 
 
 def test_every_format_lists_the_same_results(indexed: Indexed, oboyu) -> None:
@@ -85,6 +86,7 @@ def test_every_format_lists_the_same_results(indexed: Indexed, oboyu) -> None:
     assert [row[2] for row in rows[1:]] == [visible(r["path"]) for r in results]
     assert [float(row[1]) for row in rows[1:]] == [r["score"] for r in results]
     assert [row[9] for row in rows[1:]] == [r["chunk_id"] for r in results]
+    assert {row[11] for row in rows[1:]} == {"false"}  # keyword mode is never across languages
     assert "␊" in "".join(row[2] for row in rows[1:])  # a newline in a name stays inside its cell, shown
 
     markdown = oboyu(*KEYWORD, "--format", "md").stdout
@@ -243,3 +245,30 @@ def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order(
     weak = io.StringIO()
     write_results([replace(r, weak=True) for r in results[3:]], "text", out=weak, env={})  # --all, no good match
     assert UNLIKELY_DIVIDER not in weak.getvalue()
+
+
+def test_across_languages_scores_read_as_untold_where_people_read_them() -> None:
+    """Beside "how sure each is cannot be told", a user trial read 0.024 as a verdict: the text and
+    the app print `?`; CSV and JSON keep the number and say why it is not to be read."""
+    from rich.console import Console
+
+    from oboyu.cli.output import write_results
+    from oboyu.tui.widgets import result_prompt
+
+    across = [replace(made_result(rank, 0.024 / rank, True), across_languages=True) for rank in (1, 2)]
+    text = io.StringIO()
+    write_results(across, "text", out=text, env={})
+    assert [line for line in text.getvalue().splitlines() if line[2:4] == ". "] == \
+        [" 1.     ?  /notes/1.md:1-2", " 2.     ?  /notes/2.md:1-2"]
+    sheet = io.StringIO()
+    write_results(across + [made_result(3, 0.5, True)], "csv", out=sheet, env={})
+    rows = list(csv.reader(io.StringIO(sheet.getvalue())))
+    assert [(row[1], row[-1]) for row in rows] == [("score", "across_languages"), ("0.024", "true"), ("0.012", "true"),
+                                                  ("0.5", "false")]
+    plain = io.StringIO()
+    write_results([made_result(1, 0.024, True)], "text", out=plain, env={})
+    assert " 1. 0.024  /notes/1.md:1-2" in plain.getvalue()
+    for result, score in ((across[0], "?"), (made_result(1, 0.024, True), "0.024")):
+        console = Console(width=60, record=True, file=io.StringIO())
+        console.print(result_prompt(result))
+        assert console.export_text().splitlines()[0].split()[-1] == score

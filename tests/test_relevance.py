@@ -83,6 +83,11 @@ def test_query_says_no_good_match_and_lists_weak_ones_only_when_asked(tmp_path: 
     assert Path(across[0]["path"]).name == "tax-return.md"
     assert {r["across_languages"] for r in across} == {ACROSS_LANGUAGES in english.stderr}
     assert not any(r["weak"] for r in across) or not across[0]["across_languages"]
+    as_text = run_oboyu(oboyu_env, "query", "Which receipts should I keep for my taxes?").stdout.splitlines()
+    scores = [line.split()[1] for line in as_text if line[2:4] == ". "]
+    assert scores and {score == "?" for score in scores} == {across[0]["across_languages"]}, as_text
+    floor = run_oboyu(oboyu_env, "query", "Which receipts should I keep for my taxes?", "--min-score", "0.99")
+    assert floor.returncode == 1 and (ACROSS_LANGUAGES in floor.stderr) == across[0]["across_languages"], floor.stderr
     # an English question an English note answers (at 1.000) is judged as ever, Japanese notes beside it
     answered = run_oboyu(oboyu_env, "query", "how do I restore the database", "--json")
     assert Path(json.loads(answered.stdout)[0]["path"]).name == "server-runbook.html"

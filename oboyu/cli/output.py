@@ -29,7 +29,7 @@ from oboyu.text import json_safe, visible, visible_pieces
 UNLIKELY_DIVIDER = f"── {UNLIKELY} ──"
 FORMATS = ("text", "json", "jsonl", "csv", "md", "files", "files0")
 CSV_COLUMNS = ("rank", "score", "path", "start_line", "end_line", "location", "heading", "title", "snippet",
-               "chunk_id", "weak")
+               "chunk_id", "weak", "across_languages")
 
 
 def colour(stream: TextIO, env: Mapping[str, str] = os.environ) -> bool:
@@ -94,7 +94,7 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
             out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
         location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
-        out.write(f"{number:>2}. {r.confidence:.3f}{weak}  {click.style(location, bold=True) if coloured else location}\n")
+        out.write(f"{number:>2}. {r.readable_score:>5}{weak}  {click.style(location, bold=True) if coloured else location}\n")
         heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"
@@ -120,7 +120,8 @@ def _write_csv(results: list[Result], out: TextIO) -> None:
     writer.writerow(CSV_COLUMNS)
     for r in results:
         writer.writerow([r.rank, r.confidence, visible(r.path), r.start_line, r.end_line, r.part, visible(r.heading),
-                         visible(r.title or ""), visible(r.snippet), r.chunk_id, "true" if r.weak else "false"])
+                         visible(r.title or ""), visible(r.snippet), r.chunk_id, "true" if r.weak else "false",
+                         "true" if r.across_languages else "false"])
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<~])")  # emphasis, links, code, HTML, strike-through

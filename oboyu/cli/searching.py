@@ -208,7 +208,8 @@ def _say_no_match(asked: Asked, results: list[Result], err: TextIO) -> None:
     closest = results[0]
     where = f"closest: {visible(closest.location)}, confidence {closest.confidence:.2f}"
     if asked.min_score is not None and (asked.show_all or any(not r.weak for r in results)):
-        click.echo(f'no result for "{question}" reaches --min-score {asked.min_score:g} ({where})', file=err)
+        across = f"; {ACROSS_LANGUAGES}, so --min-score cannot judge them" if closest.across_languages else ""
+        click.echo(f'no result for "{question}" reaches --min-score {asked.min_score:g} ({where}{across})', file=err)
         return
     click.echo(f'no good match for "{question}" ({where}; --all lists the weak matches)', file=err)
 

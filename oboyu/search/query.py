@@ -110,6 +110,12 @@ class Result:
         return part_location(self.file_type, self.page_start, self.page_end)
 
     @property
+    def readable_score(self) -> str:
+        """The confidence as people read it, `?` across languages, where it cannot be told (JSON and
+        CSV keep the number beside `across_languages`)."""
+        return "?" if self.across_languages else f"{self.confidence:.3f}"
+
+    @property
     def location(self) -> str:
         """Where the passage is, for people: `path:lines`, or `path (p. 3)`, `path (slide 2)`."""
         if self.page_start is not None:

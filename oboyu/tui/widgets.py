@@ -46,7 +46,7 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
     name.append(f"  {display_path(path.parent)}", style="dim")
     if result.copies:  # the same file elsewhere, folded into this result
         name.append(f"  +{len(result.copies)} {'copy' if len(result.copies) == 1 else 'copies'}", style="dim")
-    score = f"{result.confidence:.3f}"
+    score = result.readable_score
     if result.other_matches:
         score = f"+{result.other_matches}  {score}"
     first.add_row(name, Text(score, style="dim"))
