@@ -25,11 +25,14 @@ $(VENV)/.installed-test: $(VENV)/.installed
 .PHONY: install demo test lint check-wheel platforms
 install: $(VENV)/.installed
 
-# Index the example notes with the default model (built on first use) and ask two questions.
+# Index the example notes with the default model (built on first use) and ask two questions, in an
+# index of the demo's own: a person's index (the default one, or $OBOYU_DB) never gains the examples.
+DEMO_DB ?= .demo/index.duckdb
 demo: $(VENV)/.installed
-	$(VENV)/bin/oboyu index examples/notes
-	$(VENV)/bin/oboyu query "会議の議事録をまとめる方法"
-	$(VENV)/bin/oboyu query "how do I restore the database" -k 3
+	OBOYU_DB=$(DEMO_DB) $(VENV)/bin/oboyu index examples/notes
+	OBOYU_DB=$(DEMO_DB) $(VENV)/bin/oboyu query "会議の議事録をまとめる方法"
+	OBOYU_DB=$(DEMO_DB) $(VENV)/bin/oboyu query "how do I restore the database" -k 3
+	@echo "the demo's index is $(DEMO_DB): OBOYU_DB=$(DEMO_DB) $(VENV)/bin/oboyu searches it in the app"
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/python -m pytest
