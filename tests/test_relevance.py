@@ -260,9 +260,15 @@ async def asked_in_app(app: OboyuApp, pilot, question: str) -> ResultList:
     return app.query_one(ResultList)
 
 
-def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lines no result can pass: every result of a question in its notes' language is weak, and
-    none of one asked across languages."""
+JAPANESE_NOTES = {"curry.txt", "kyoto-trip.md", "tax-return.md", "weekly-meeting.md"}  # of the example notes
+
+
+def test_across_languages_japanese_results_are_never_weak(tmp_path: Path, embedder,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines no result can pass: every result of a question in its notes' language is weak; one
+    asked across languages has its Japanese results untold (never weak, never less likely), first,
+    and its English ones weak, as the lines say (a user trial's English question about golf was
+    shown three English notes as if across languages)."""
     db = tmp_path / "index.duckdb"
     Indexer(IndexFile(db), embedder).index([EXAMPLE_NOTES])
     judged_by_lines_no_result_passes(embedder, monkeypatch)
@@ -272,15 +278,22 @@ def test_across_languages_nothing_is_weak(tmp_path: Path, embedder, monkeypatch:
         for question, across in (("カレーの煮込み時間", False), ("How long do I simmer the curry?", True),
                                  ("What is on the release checklist?", True), ("curry recipe", True),
                                  ("zzzz qqqq", False), ("e-Tax", False)):  # a name a Japanese note holds
-            results = search(SqlRanker(store), embedder, question, 5)
-            assert [r.across_languages for r in results] == [across] * len(results), question
+            results = search(SqlRanker(store), embedder, question, 10)
+            japanese = [Path(r.path).name in JAPANESE_NOTES for r in results]
+            assert len(results) == 6 and any(japanese) and not all(japanese), question
+            untold = [r.across_languages for r in results]
+            assert untold == (japanese if across else [False] * 6), question
+            assert untold == sorted(untold, reverse=True), question  # the untold ones first, whatever their rank
+            assert [r.weak for r in results] == [not u for u in untold], question
+            assert all(r.likely for r in results if r.across_languages), question  # nor set apart as less likely
             # whatever -k; and words alone (keyword mode) are judged as ever
             assert [r.across_languages for r in search(SqlRanker(store), embedder, question, 1)] == [across], question
             by_words = search(SqlRanker(store), embedder, question, 5, mode=Mode.KEYWORD)
             assert not any(r.across_languages for r in by_words), question
-            assert [r.weak for r in results] == [not across] * len(results), question
-            if across:  # nor is a tail set apart as less likely
-                assert all(r.likely for r in results), question
+        # vector mode judges its ten best whatever -k (a user trial: no good match with -k 3, results with -k 10)
+        for k in (1, 3, 10):
+            by_meaning = search(SqlRanker(store), embedder, "What is on the release checklist?", k, mode=Mode.VECTOR)
+            assert by_meaning[0].across_languages and Path(by_meaning[0].path).name in JAPANESE_NOTES, k
 
 
 def test_the_app_puts_weak_matches_under_a_divider(tmp_path: Path, embedder) -> None:
@@ -310,7 +323,8 @@ def test_the_app_says_when_a_question_is_across_languages(tmp_path: Path, embedd
         app = OboyuApp(db, embedder)
         async with app.run_test(size=(80, 24)) as pilot:
             listed = await asked_in_app(app, pilot, "How long do I simmer the curry?")
-            assert listed.results and not any(r.weak for r in listed.results)
+            assert [r.weak for r in listed.results] == [not r.across_languages for r in listed.results]
+            assert listed.results[0].across_languages
             assert str(listed.border_title).endswith(ACROSS_LANGUAGES_SHORT)  # after the counts: a narrow border cuts it
 
     asyncio.run(run())

@@ -167,7 +167,7 @@ def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
                 env: Mapping[str, str] | None = None) -> int:
     shown = _shown(results, asked.show_all, asked.min_score)
     write_results(shown, asked.output_format, asked.explain, out, env)
-    if shown and shown[0].across_languages:
+    if any(r.across_languages for r in shown):
         click.echo(f"oboyu: {ACROSS_LANGUAGES}", file=err)
     if not shown:
         _say_no_match(asked, results, err)

@@ -113,7 +113,7 @@ class OboyuTools:
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so
         return {"no_good_match": all(r.weak for r in results),
-                "across_languages": bool(results) and results[0].across_languages, "results": hits}
+                "across_languages": any(r.across_languages for r in results), "results": hits}
 
     def read(self, path: str, start_line: int | None = None, end_line: int | None = None) -> dict[str, Any]:
         for name, value in (("start_line", start_line), ("end_line", end_line)):
@@ -387,8 +387,9 @@ def build_server(tools: OboyuTools):
              "that line beside a good match, kept in case, seldom the answer), folder (the indexed "
              "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
              "every result is weak, so the documents most likely do not hold the answer. across_languages: the "
-             "query is in English and some results are Japanese documents that hardly hold its words, so how "
-             "sure each result is cannot be told and none is weak. mode: hybrid (default), "
+             "query is in English and some results are Japanese documents that hardly hold its words: how sure "
+             "each of those is cannot be told, so none of them is weak (each result has its own "
+             "across_languages). mode: hybrid (default), "
              "vector (meaning) or keyword (exact words). k: 1-50. path: a file pattern "
              "(as in .gitignore: *.md, drafts/, !drafts/); type: extensions like md,txt; since: date or age like 7d.")
 

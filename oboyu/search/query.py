@@ -8,6 +8,7 @@ orders the best files) -> snippets."""
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -102,7 +103,7 @@ class Result:
     folder: str | None = None  # the name of the indexed folder the file belongs to
     folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
     likely: bool = True  # at or over the good-match line; one under it beside a good match is shown, but unlikely
-    across_languages: bool = False  # in English among Japanese results without its words: nothing weak (`across_languages`)
+    across_languages: bool = False  # a Japanese passage asked in English, none holding its words: never weak (`across_languages`)
 
     @property
     def part(self) -> str:
@@ -181,7 +182,10 @@ def search(
     if reranker is not None and fused:
         legs["rerank"] = rerank(reranker, query, fused[:RERANK_DEPTH], ranker)
         fused = legs["rerank"] + fused[RERANK_DEPTH:]
-    depth = max(k, ORDER_DEPTH) if mode is Mode.HYBRID and reranker is None else k
+    # hybrid orders its best ORDER_DEPTH files; with vectors, at least the ACROSS_WINDOW best are
+    # judged, so that the verdict is the same for -k 3 as for -k 10
+    depth = max(k, ORDER_DEPTH) if mode is Mode.HYBRID and reranker is None \
+        else max(k, ACROSS_WINDOW) if mode.uses_vectors else k
     if group:  # twice the files asked for: copies of one file fold into one result
         matching = {cid for cid, _ in legs.get("keyword", [])} if mode is Mode.HYBRID else None
         chosen, others = best_per_file(files, fused, 2 * depth, matching)
@@ -222,12 +226,18 @@ def search(
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
     good_match, first_match = has_good_match(chosen, judges, confidences, embedder, query, hits)
     # told no good match, a question in English may be asking Japanese notes (whatever -k: the same
-    # verdict for one result as for ten); one with a good match, in either language, is judged as ever
-    across = not good_match and mode.uses_vectors and across_languages(
-        query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in chosen[:max(k, ACROSS_WINDOW)]], embedder)
-    good_match = good_match or across
-    if mode is Mode.HYBRID and reranker is None and not across:
-        chosen = shown_first(chosen, judges, confidences, good_match)
+    # verdict for one result as for ten); one with a good match, in either language, is judged as ever.
+    # Its Japanese results cannot be told (none weak, none less likely); its English ones can, and are weak.
+    untold: set[str] = set()
+    if not good_match and mode.uses_vectors and across_languages(
+            query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in chosen[:max(k, ACROSS_WINDOW)]], embedder):
+        untold = {cid for cid, _ in chosen if written_in(hits[cid].text) == "japanese"}
+
+    def weak(cid: str) -> bool:
+        return cid not in untold and judges[cid].weak(confidences[cid], good_match)
+
+    if (mode is Mode.HYBRID and reranker is None) or untold:
+        chosen = shown_first(chosen, weak)
     results = []
     folders = ranker.folders_of(list(dict.fromkeys(hits[cid].path for cid, _ in chosen[:k])))
     for rank, (cid, score) in enumerate(chosen[:k], start=1):
@@ -244,22 +254,22 @@ def search(
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type, weak=not across and judges[cid].weak(confidence, good_match),
-                likely=across or confidence >= judges[cid].threshold,  # across languages nothing is set apart
+                file_type=hit.file_type, weak=weak(cid),
+                likely=cid in untold or confidence >= judges[cid].threshold,  # untold: nothing set apart
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()}
                 | ({"token_match": round(first_match[1], 4)} if first_match and first_match[0] == cid else {}),
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
                 folder=folder.name if folder else None, folder_description=folder.description if folder else None,
-                across_languages=across,
+                across_languages=cid in untold,
             )
         )
     return results
 
 
 UNLIKELY = "less likely: under the good-match line"  # what the front ends call that tail
-# what the front ends say of a query across languages (`across_languages`), at length and in the app's border
-ACROSS_LANGUAGES = "asked in another language than the notes: ranked by meaning, how sure each is cannot be told"
-ACROSS_LANGUAGES_SHORT = "another language: how sure cannot be told"
+# what the front ends say of results across languages (`across_languages`), at length and in the app's border
+ACROSS_LANGUAGES = "asked in English of notes in Japanese: how sure each of those is cannot be told (score ?)"
+ACROSS_LANGUAGES_SHORT = "English asked of Japanese: ?"
 ACROSS_WINDOW = 10  # the results looked at for one in Japanese, however few are asked for
 HALF_THE_WORDS = 0.5  # a Japanese result holding this share of the query's words judges it by them
 
@@ -287,11 +297,13 @@ def across_languages(query: str, passages: list[tuple[str, float]], embedder: Em
     told "no good match", against 0 of the same 20 in Japanese
     (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
     enough to draw a line (AUC 0.83 for the token match, 0.67 for the best confidence, against
-    0.97 to 0.99 and 0.94 to 0.97 in Japanese). So nothing is called weak or less likely there:
-    the results come ranked by meaning, and the front ends say that how sure each is cannot be
-    told. Any Japanese result counts, not only the first: in a folder of both languages an
-    English question is drawn to the English notes, while its answer may be a Japanese one
-    further down. The other way is judged as any query: a Japanese question whose first passage
+    0.97 to 0.99 and 0.94 to 0.97 in Japanese). So its Japanese results are neither weak nor less
+    likely: they come ranked by meaning, and the front ends say that how sure each is cannot be
+    told. Its English results can be told, and are weak (the query has no good match): a user
+    trial's English question about golf was shown three English notes as if across languages.
+    Any Japanese result counts, not only the first: in a folder of both languages an English
+    question is drawn to the English notes, while its answer may be a Japanese one further down
+    (the trial's packing list came fifth, after four English notes; the weak ones now go after it). The other way is judged as any query: a Japanese question whose first passage
     is mostly Latin letters (a man page's options, an English note) kept every answerable
     question of the development collections, and their off-topic ones were caught (personal: 80%
     against 65% had it counted as across)."""
@@ -365,9 +377,9 @@ def surer_first(chosen: Scores, judges: dict[str, Model], confidences: dict[str,
     return out
 
 
-def shown_first(chosen: Scores, judges: dict[str, Model], confidences: dict[str, float], good_match: bool) -> Scores:
+def shown_first(chosen: Scores, weak: Callable[[str], bool]) -> Scores:
     """The results shown by default (not weak) before those left out, each part in its order."""
-    return sorted(chosen, key=lambda item: judges[item[0]].weak(confidences[item[0]], good_match))
+    return sorted(chosen, key=lambda item: weak(item[0]))
 
 
 def _rounded(value: float | None) -> float | None:

@@ -110,7 +110,7 @@ class ResultList(OptionList):
                 + (" · last loaded state" if self.answer.stale else "")
         if self.selected:
             title += f" · {len(self.selected)} selected"
-        if self.answer is not None and self.answer.results and self.answer.results[0].across_languages:
+        if self.answer is not None and any(r.across_languages for r in self.answer.results):
             title += f" · {ACROSS_LANGUAGES_SHORT}"  # last: a narrow border cuts it, not the counts
         self.border_title = title
 
