@@ -59,6 +59,11 @@ def test_a_bang_line_inside_an_ignored_folder_is_said_to_do_nothing(tmp_path: Pa
     assert all(isinstance(item, IgnoredFolder) for item in crawl([tmp_path]) if isinstance(item, Skipped))
     write(tmp_path / ".gitignore", "drafts/*\n!drafts/keep.md\nold/\n")  # the way the note says
     assert found(tmp_path) == ({"top.md", "drafts/keep.md"}, {})
+    write(tmp_path / "drafts" / "deeper" / "x.md")
+    # `drafts/**` names what is inside drafts, not drafts (git keeps keep.md; a user trial's folder
+    # was left out whole, and told to write `drafts/*`); a folder inside it stays ignored, as in git
+    write(tmp_path / ".gitignore", "drafts/**\n!drafts/keep.md\nold/\n")
+    assert found(tmp_path) == ({"top.md", "drafts/keep.md"}, {})
 
 
 def test_a_bang_line_brings_a_hidden_entry_back(tmp_path: Path) -> None:

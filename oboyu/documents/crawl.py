@@ -140,7 +140,7 @@ class _IgnoreRules:
                 rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
             except ValueError:  # a layer above a folder reached through a symlink
                 continue
-            result = spec.check_file(rel).include
+            result = _folder_check(spec, rel) if is_dir else spec.check_file(rel).include
             if result is not None:
                 return result
         return None
@@ -159,6 +159,24 @@ class _IgnoreRules:
                 if pattern.include is False and target.startswith((rel + "/", f"**/{folder.name}/")):
                     found.append(line)
         return found
+
+
+def _folder_check(spec: pathspec.GitIgnoreSpec, rel: str) -> bool | None:
+    """A folder's verdict (`rel` ends with `/`), as git gives it: `sub/**` names what is inside
+    `sub`, never `sub` itself, so `!sub/keep.md` after it brings that file back (pathspec matches
+    `sub/` too; a user trial's folder was left out whole)."""
+    patterns = list(spec.patterns)
+    while True:
+        found = type(spec)(patterns).check_file(rel)
+        if found.include is None or found.index is None:
+            return found.include
+        pattern = patterns[found.index]
+        if not str(getattr(pattern, "pattern", "")).lstrip("!").rstrip("/").endswith("/**"):
+            return found.include
+        parent = rel.rstrip("/").rpartition("/")[0]
+        if parent and pattern.match_file(parent + "/") is not None:
+            return found.include  # inside the folder the pattern names: git ignores it too
+        del patterns[found.index]
 
 
 def crawl(
