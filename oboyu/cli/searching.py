@@ -63,9 +63,11 @@ def query(text: str | None, db: Path | None, k: int | None, output_format: str |
 
     Each result's score is its confidence: the estimated probability that it is what you asked
     for. Weak matches are left out unless --all (beside a good match, only those far under it);
-    when none is left, oboyu says "no good match" (exit 1). On a terminal, each path is a link to its file. While `oboyu
-    serve`, the app or `oboyu mcp` holds this index, the query is answered there, warm, with the
-    same output."""
+    when none is left, oboyu says "no good match" (exit 1). Results kept in case but under the
+    good-match line come after a "less likely" divider (all of them, when none is over it). Asked
+    in English of Japanese notes, their scores are `?`: how sure each is cannot be told. On a
+    terminal, each path is a link to its file. While `oboyu serve`, the app or `oboyu mcp` holds
+    this index, the query is answered there, warm, with the same output."""
     from oboyu.models.loading import load_embedder, load_reranker
 
     if (text is None) == (not from_stdin):

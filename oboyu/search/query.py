@@ -269,7 +269,7 @@ def search(
 UNLIKELY = "less likely: under the good-match line"  # what the front ends call that tail
 # what the front ends say of results across languages (`across_languages`), at length and in the app's border
 ACROSS_LANGUAGES = "asked in English of notes in Japanese: how sure each of those is cannot be told (score ?)"
-ACROSS_LANGUAGES_SHORT = "English asked of Japanese: ?"
+ACROSS_LANGUAGES_SHORT = "across languages: ?"
 ACROSS_WINDOW = 10  # the results looked at for one in Japanese, however few are asked for
 HALF_THE_WORDS = 0.5  # a Japanese result holding this share of the query's words judges it by them
 
