@@ -26,6 +26,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.store import Store
 from oboyu.paths import disk_path, is_within, stored_path, time_stamp
 from oboyu.search.filters import CASE_INSENSITIVE_FILES
+from oboyu.text import visible
 
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a file larger than this is not read (the indexer stops at 10 MB)
 NOT_INDEXED = "not an indexed file"
@@ -213,8 +214,27 @@ def _targets(store: Store, request: Request) -> list[Target]:
         if document is not None:
             return [_target(request, document)]
     if not os.path.lexists(path):
+        if (document := _printed_as(store, path)) is not None:
+            return [_target(request, document)]
         raise OboyuError("no such file")
     raise OboyuError(_why_not_indexed(store, path) or NOT_INDEXED)
+
+
+# what `visible` prints for a character a name cannot show as it is: ␊ for a newline, \xff for a
+# byte that is not UTF-8, \u202e for a bidi control
+_PRINTED_MARK = re.compile(r"[\u2400-\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
+
+
+def _printed_as(store: Store, path: str) -> tuple | None:
+    """The one indexed file that `oboyu query` printed as `path` (a newline in its name as ␊, a
+    byte that is not UTF-8 as \\xff): a person copies what they see, and a user trial's `get` of
+    it said "no such file"."""
+    mark = _PRINTED_MARK.search(path)
+    if mark is None:
+        return None
+    near = store.con.execute(f"{_DOCUMENT} WHERE starts_with(path, ?)", [stored_path(path[:mark.start()])]).fetchall()
+    printed = [row for row in near if visible(row[1]) == path]
+    return printed[0] if len(printed) == 1 else None
 
 
 def _why_not_indexed(store: Store, path: str) -> str | None:

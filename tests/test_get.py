@@ -214,6 +214,10 @@ def test_names_not_utf8_control_characters_and_a_file_changed_since(indexed: Ind
     assert "\\x83\\x81\\x83\\x82.txt:1-1" in shown.stdout and "古いアーカイブの予定表" in shown.stdout
     [entry] = json.loads(oboyu("get", sjis, "--json").stdout)
     assert os.fsencode(entry["path"]) == os.fsencode(sjis)
+    # the name as `query` printed it, copied by a person (a user trial's `get` of it said "no such file")
+    printed = oboyu("get", f"{indexed.root}/\\x83\\x81\\x83\\x82.txt:1")
+    assert printed.returncode == 0 and "古いアーカイブの予定表" in printed.stdout, printed.stderr
+    assert oboyu("get", f"{indexed.root}/\\x83\\x81\\x83\\x83.txt").returncode == 2  # no such name, printed or not
 
     escape = oboyu("get", str(indexed.root / "notes" / "escape.txt"))
     assert "\x1b" not in escape.stdout and "␛]0;owned␇" in escape.stdout
