@@ -37,8 +37,8 @@ def get(targets: tuple[str, ...], db: Path | None, max_lines: int | None, max_by
     """Print indexed files' text as oboyu read it: a PDF's, an Office file's or a mail's too.
 
     A PATH may be written as `oboyu query` prints it (a newline in a name as ␊, a byte that is not
-    UTF-8 as \\xff). Each PATH may end in :LINE (from that line), :LINE:COUNT or :START-END, or in a part such as
-    ' (p. 3)' or ' (rows 12-40)' (as `oboyu query` prints a result); it may be a folder or a glob
+    UTF-8 as \\xff). Each PATH may end in :LINE (from that line), :LINE:COUNT or :START-END, or in
+    a part such as ' (p. 3)' or ' (rows 12-40)' (as `oboyu query` prints a result); it may be a folder or a glob
     in quotes ('notes/**/*.md'), or the chunk_id of a result of `oboyu query --json`. Only
     indexed files are read, and only inside the folder they were indexed under. Exit status: 0 every argument named an indexed file (what a cap left out is said on stderr), 1 a glob or folder named no indexed file,
     2 a path or id that is not indexed or cannot be read."""

@@ -303,10 +303,11 @@ def across_languages(query: str, passages: list[tuple[str, float]], embedder: Em
     trial's English question about golf was shown three English notes as if across languages.
     Any Japanese result counts, not only the first: in a folder of both languages an English
     question is drawn to the English notes, while its answer may be a Japanese one further down
-    (the trial's packing list came fifth, after four English notes; the weak ones now go after it). The other way is judged as any query: a Japanese question whose first passage
-    is mostly Latin letters (a man page's options, an English note) kept every answerable
-    question of the development collections, and their off-topic ones were caught (personal: 80%
-    against 65% had it counted as across)."""
+    (the trial's packing list came fifth, after four English notes; the weak ones now go after
+    it). The other way is judged as any query: a Japanese question whose first passage is mostly
+    Latin letters (a man page's options, an English note) kept every answerable question of the
+    development collections, and their off-topic ones were caught (personal: 80% against 65% had
+    it counted as across)."""
     if has_japanese(query) or written_in(query) != "latin":
         return False
     shares = [share for text, share in passages if written_in(text) == "japanese"]
