@@ -41,14 +41,16 @@ def write_notes(folder: Path, files: int, note_chars: int) -> int:
 def keyword_queries(name: str, count: int, seed: int = 7) -> list[tuple[str, str]]:
     """Keyword-style queries as people type into a search box: 2 or 3 of the nouns (MeCab) of a
     document's title, sampled with a fixed seed; (query, the relevant document's id)."""
-    from oboyu.documents.keywords import _tagger
+    from oboyu.documents.keywords import TAGGERS
 
     rng = random.Random(seed)
     out = []
     docs = [d for d in dev_docs(name) if d.get("title")]
     rng.shuffle(docs)
     for doc in docs:
-        nouns = list(dict.fromkeys(t.surface for t in _tagger()(doc["title"]) if t.feature_raw.startswith("名詞") and len(t.surface) > 1))
+        with TAGGERS.borrowed() as tagger:
+            nouns = list(dict.fromkeys(t.surface for t in tagger(doc["title"])
+                                       if t.feature_raw.startswith("名詞") and len(t.surface) > 1))
         if len(nouns) < 2:
             continue
         out.append((" ".join(rng.sample(nouns, min(len(nouns), rng.choice((2, 3))))), str(doc["id"])))

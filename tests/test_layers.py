@@ -26,7 +26,7 @@ ALLOWED = {
     "api": {"index", "documents", "models", "search"},
     "retrieve": {"index", "documents", "search"},  # indexed files' text for `get` and MCP `read`, beside api
 }
-TOP_LEVEL = {"errors", "paths", "progress", "config", "modes", "text", "__init__", "__version__"}
+TOP_LEVEL = {"errors", "paths", "pools", "progress", "config", "modes", "text", "__init__", "__version__"}
 
 
 def _part(module: str) -> str:

@@ -19,28 +19,34 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 import unicodedata
 from collections import Counter
 
+from oboyu.pools import Pool
 from oboyu.text import pieces
 
 _DROP_POS = {"助詞", "助動詞", "補助記号", "記号", "空白"}
 _ASCII_WORD = re.compile(r"[a-z][a-z0-9_]*")
 _PUNCT_ONLY = re.compile(r"^[\W_]+$")
 
-_local = threading.local()  # MeCab's tagger and Snowball's stemmer are not safe to share between threads
 BIGRAM_MARK = "::"  # starts a character bigram's term; no word has it (punctuation is dropped)
 FALLBACK_WEIGHT = 0.25  # all of a query word's bigrams together weigh this much of the word
 
 
-def _tagger():
-    tagger = getattr(_local, "tagger", None)
-    if tagger is None:
-        import fugashi
+def _new_tagger():
+    import fugashi
 
-        tagger = _local.tagger = fugashi.Tagger()
-    return tagger
+    return fugashi.Tagger()
+
+
+def _new_stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+TAGGERS: Pool = Pool(_new_tagger)  # MeCab's: one a thread at a time (`oboyu.pools`)
+STEMMERS: Pool = Pool(_new_stemmer)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -53,12 +59,8 @@ def stem(word: str) -> str:
     person's words repeat."""
     if len(word) <= 2 or not _ASCII_WORD.fullmatch(word):
         return word
-    stemmer = getattr(_local, "english", None)
-    if stemmer is None:  # one a thread: a Snowball stemmer keeps its word in itself while it works
-        import Stemmer
-
-        stemmer = _local.english = Stemmer.Stemmer("english")
-    return stemmer.stemWord(word)
+    with STEMMERS.borrowed() as stemmer:  # one a thread at a time: a Snowball stemmer keeps its word in itself
+        return stemmer.stemWord(word)
 
 
 def words(text: str) -> list[str]:
@@ -224,9 +226,10 @@ def _piece_terms(text: str, pos: int) -> list[tuple[str, int, int, bool]]:
     """`_terms_with_spans` of a piece that starts at `pos`."""
     out: list[tuple[str, int, int, bool]] = []
     base = pos
-    for token in _tagger()(text):
-        pos += len(token.white_space)
-        surface = token.surface
+    with TAGGERS.borrowed() as tagger:  # its tokens are read while it is held: the next parse reuses their memory
+        tokens = [(token.white_space, token.surface, token.feature_raw, token.is_unk) for token in tagger(text)]
+    for white_space, surface, feature_raw, is_unk in tokens:
+        pos += len(white_space)
         start, pos = pos, pos + len(surface)
         word = surface.lower() if surface.isascii() else unicodedata.normalize("NFKC", surface).lower()
         if not word or _PUNCT_ONLY.match(word):
@@ -234,14 +237,14 @@ def _piece_terms(text: str, pos: int) -> list[tuple[str, int, int, bool]]:
         # the raw feature line, not fugashi's named tuple (twice as fast): unidic's part of
         # speech first, the lemma eighth (`カレー-curry` for a loanword), the dictionary form in the
         # text's own spelling eleventh; fields with commas are never these
-        feature = token.feature_raw.split(",", 11)
+        feature = feature_raw.split(",", 11)
         pos_tag = feature[0]
         if pos_tag in _DROP_POS:
             continue
         if word.isascii():
             out.append((stem(word), start, pos, False))
             continue
-        out.append((fold_kana(_base_form(word, feature)), start, pos, bool(token.is_unk)))
+        out.append((fold_kana(_base_form(word, feature)), start, pos, bool(is_unk)))
     return _with_joined(out, text, base)
 
 

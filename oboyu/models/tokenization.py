@@ -8,7 +8,6 @@ character `offsets` into the text given, `token_to_id`.
 from __future__ import annotations
 
 import bisect
-import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ if TYPE_CHECKING:  # loaded with a tokenizer.json: the default model's light tok
     from tokenizers import Tokenizer
 
 from oboyu.errors import OboyuError
+from oboyu.pools import Pool
 from oboyu.text import pieces
 
 MECAB = "mecab-unidic-lite"  # the manifest's `word_segmenter` for BertJapaneseTokenizer models
@@ -48,7 +48,6 @@ class MecabWordPiece:
 
     def __init__(self, tokenizer: Tokenizer):
         self.inner = tokenizer
-        self._local = threading.local()  # a MeCab tagger is not safe to share between threads
 
     def token_to_id(self, token: str) -> int | None:
         return self.inner.token_to_id(token)
@@ -75,23 +74,26 @@ class MecabWordPiece:
         to_original = _offset_map(text, normal)
         words, starts, pos = [], [], 0
         for _, piece in pieces(normal):  # `pos` follows the pieces through `normal`
-            for node in self._tagger()(piece):
-                found = normal.find(node.surface, pos)
-                if not node.surface or found < 0:
+            with _TAGGERS.borrowed() as tagger:  # read while held: the next parse reuses the nodes' memory
+                surfaces = [node.surface for node in tagger(piece)]
+            for surface in surfaces:
+                found = normal.find(surface, pos)
+                if not surface or found < 0:
                     continue
-                words.append(node.surface)
+                words.append(surface)
                 starts.append(to_original(found))
-                pos = found + len(node.surface)
+                pos = found + len(surface)
         return words, starts
 
-    def _tagger(self):
-        tagger = getattr(self._local, "tagger", None)
-        if tagger is None:
-            import fugashi
-            import unidic_lite
 
-            tagger = self._local.tagger = fugashi.GenericTagger(f'-d "{unidic_lite.DICDIR}" -r "{unidic_lite.DICDIR}/mecabrc"')
-        return tagger
+def _new_tagger():
+    import fugashi
+    import unidic_lite
+
+    return fugashi.GenericTagger(f'-d "{unidic_lite.DICDIR}" -r "{unidic_lite.DICDIR}/mecabrc"')
+
+
+_TAGGERS: Pool = Pool(_new_tagger)  # MeCab's, unidic-lite's raw features: one a thread at a time (`oboyu.pools`)
 
 
 def _offset_map(text: str, normal: str):
