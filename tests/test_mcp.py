@@ -74,6 +74,11 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
 
             only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))["results"]
             assert only_txt and all(h["path"].endswith(".txt") for h in only_txt)
+            # a filter no file passes is said as such, not as "the documents lack the answer" (a user trial)
+            assert "no indexed file passes the filters" in error_text(
+                await client.call_tool("search", {"query": "議事録", "type": "pdf"}))
+            assert "holds the query's words" in error_text(
+                await client.call_tool("search", {"query": "zyzzyva", "mode": "keyword"}))
             exact = payload(await client.call_tool("search", {"query": "tomato", "mode": "keyword"}))["results"]
             assert [h["path"] for h in exact] == [str(root / "sub" / "garden.txt")]
             nothing = payload(await client.call_tool("search", {"query": "肉じゃがの味付けのコツ", "k": 3}))
@@ -115,6 +120,8 @@ def test_index_tool_only_when_allowed_and_only_inside_roots(indexed: tuple[Path,
         async with Client(server) as client:
             assert "index" in {tool.name for tool in (await client.list_tools()).tools}
             assert "inside an indexed root" in error_text(await client.call_tool("index", {"path": str(tmp_path)}))
+            # a typo is not "updated, nothing changed" (a user trial)
+            assert "no such file or folder" in error_text(await client.call_tool("index", {"path": str(root / "nothere")}))
             stats = payload(await client.call_tool("index", {"path": str(root / "sub")}))
             assert stats["added"] == 1
 

@@ -149,6 +149,20 @@ def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -
     hybrid = next(s for s in json.loads(done.stdout) if s["mode"] == "hybrid")
     assert hybrid["absent_no_match"] == 1.0 and hybrid["present_no_match"] == 0.0 and hybrid["recall_at_1"] == 1.0
     assert hybrid["shown_at_10"] == 1.0  # the right file is among what a person is shown
+    # --db reused only while it holds these documents, and a question naming none of them is said (a user trial)
+    db = tmp_path / "eval.duckdb"
+    assert run_oboyu(oboyu_env, "eval", "--docs", str(docs), "--queries", str(queries), "--db", str(db),
+                     "--mode", "keyword").returncode == 0
+    again = run_oboyu(oboyu_env, "eval", "--docs", str(docs), "--queries", str(queries), "--db", str(db), "--mode", "keyword")
+    assert again.returncode == 0 and "reusing the index" in again.stderr, again.stderr
+    fewer = tmp_path / "fewer.jsonl"
+    fewer.write_text(docs.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    other = run_oboyu(oboyu_env, "eval", "--docs", str(fewer), "--queries", str(queries), "--db", str(db), "--mode", "keyword")
+    assert other.returncode != 0 and "holds other documents" in other.stderr and "Traceback" not in other.stderr
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(json.dumps({"query": "カレーの作り方", "relevant_doc_id": "cury"}, ensure_ascii=False), encoding="utf-8")
+    missed = run_oboyu(oboyu_env, "eval", "--docs", str(docs), "--queries", str(typo), "--db", str(db), "--mode", "keyword")
+    assert missed.returncode == 0 and "1 of 1 queries name no document" in missed.stderr and "'cury'" in missed.stderr
 
 
 def test_beside_a_good_match_only_results_under_the_hide_line_are_left_out(
@@ -371,13 +385,16 @@ def test_the_results_do_not_depend_on_how_many_are_asked(tmp_path: Path, embedde
     write_corpus(personal / "docs.jsonl.gz", tmp_path / "docs")
     db = tmp_path / "index.duckdb"
     Indexer(IndexFile(db), embedder).index([tmp_path / "docs"])
+    line = model_for(embedder.info.model_id, Mode.HYBRID).threshold
     with Store(db, read_only=True) as store:
         for query in (row["query"] for row in read_jsonl(personal / "queries.jsonl")):
             thirty = search(SqlRanker(store), embedder, query, 30)
             for part in ([r for r in thirty if not r.weak], [r for r in thirty if r.weak]):
-                for above, below in itertools.pairwise(part):  # by score, but for a far surer likely one
+                for above, below in itertools.pairwise(part):  # by score, but for a far surer one over the line
                     assert above.ranking_score >= below.ranking_score or (
-                        above.likely and above.confidence >= query_module.SURER_BY * below.confidence), (query, above, below)
+                        above.confidence >= line and above.confidence >= query_module.SURER_BY * below.confidence), \
+                        (query, above, below)
+            assert not any(r.weak and r.likely for r in thirty), query  # a weak result is never likely
             assert thirty == sorted(thirty, key=lambda r: r.weak)  # shown by default, then left out
             for k in (1, 3, 10):
                 asked = search(SqlRanker(store), embedder, query, k)

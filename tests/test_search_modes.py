@@ -122,6 +122,15 @@ def test_evaluation_files_with_a_wrong_line_say_which_line(tmp_path: Path) -> No
     absent.write_bytes(b'{"query": "\x82\xa0"}\n')  # Shift_JIS, not UTF-8
     with pytest.raises(OboyuError, match=r"cannot read .*absent.jsonl"):
         read_absent(absent)
+    # empty files and an id given twice: figures over nothing, or a document overwritten, said (a user trial)
+    for empty, read, says in ((docs, lambda p: write_corpus(p, tmp_path / "corpus"), "no documents"),
+                              (queries, read_queries, "no queries"), (absent, read_absent, "no questions")):
+        empty.write_text("\n", encoding="utf-8")
+        with pytest.raises(OboyuError, match=says):
+            read(empty)
+    docs.write_text('{"id": "a", "text": "猫"}\n{"id": "b", "text": "犬"}\n{"id": "a", "text": "鳥"}\n', encoding="utf-8")
+    with pytest.raises(OboyuError, match=r"line 3: id 'a' again \(first on line 1\)"):
+        write_corpus(docs, tmp_path / "corpus")
 
 
 def test_evaluation_metrics_on_known_answers(tmp_path: Path) -> None:

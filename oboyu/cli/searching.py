@@ -254,21 +254,41 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
     """Measure search quality: Recall@1, Recall@10, MRR@10, nDCG@10 and latency per mode, and
     how often a query gets "no good match" (wrongly; and rightly, for --absent questions).
 
-    Indexes the documents' text into a temporary index, or into --db (reused when it exists)."""
+    Indexes the documents' text into a temporary index, or into --db (reused when it holds these
+    documents; one that holds others is refused)."""
     import dataclasses
     import tempfile
 
     from oboyu.index.store import Store
     from oboyu.models.loading import load_embedder
-    from oboyu.search.evaluate import evaluate, index_corpus, read_absent, read_queries, write_corpus
+    from oboyu.search.evaluate import (
+        doc_id_of,
+        document_ids,
+        evaluate,
+        index_corpus,
+        read_absent,
+        read_queries,
+        write_corpus,
+    )
 
     query_list = read_queries(queries)
     absent = read_absent(absent_file) if absent_file else None
+    ids = set(document_ids(docs))
+    unknown = [q for q in query_list if not q.relevant & ids]
+    if unknown:  # scored as misses: say so, rather than let a typo pass for a poor ranking
+        click.echo(f"oboyu: {len(unknown)} of {len(query_list)} queries name no document of {docs} (first: "
+                   f"{visible(sorted(unknown[0].relevant)[0])!r}); they count as misses", err=True)
     progress = ProgressLine()
     embedder = load_embedder(index_model(db) if db else None, model, progress)
     with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
         path = db or Path(tmp) / "eval.duckdb"
         with Store(path) as store:
+            if store.counts()[0] and db:  # reused: only when it holds these very documents
+                held = {doc_id_of(row[0]) for row in store.con.execute("SELECT path FROM documents").fetchall()}
+                if held != ids:
+                    raise OboyuError(f"the index {path} holds other documents than {docs} ({len(held)} against "
+                                     f"{len(ids)}); delete it, or give another --db, to index these")
+                progress.message(f"reusing the index {path}: it holds the {len(ids)} documents of {docs}")
             if store.counts()[0] == 0:
                 folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"
                 count = write_corpus(docs, folder)

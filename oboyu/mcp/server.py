@@ -46,8 +46,12 @@ from oboyu.text import valid_text
 MAX_K = 50
 # a JSON integer, no other type read as one (true was k=1, "5" was 5): what a caller meant is not guessed
 Count = Annotated[int, Field(strict=True)]
-MAX_READ_LINES = 2000
-MAX_READ_CHARS = 200_000
+# what one `read` returns at most: an assistant's tool output is capped (Claude Code's at 25,000
+# tokens by default), and the structured result repeats the text; a user trial got 116,000
+# characters of one file at 2,000 lines and 200,000 characters. `truncated` and `end_line` say
+# where to go on.
+MAX_READ_LINES = 400
+MAX_READ_CHARS = 12_000
 MAX_HTTP_BODY = 64 * 1024
 READ_WAIT_SECONDS = 3.0  # how long a call waits while `oboyu index` writes a batch
 MAX_READ_SECONDS = 10.0
@@ -102,6 +106,12 @@ class OboyuTools:
                 raise RefusedError(f"{name} is longer than {MAX_ARG_CHARS} characters")
         filters = make_filters([path] if path else [], type, since)
         results = self.live.search(query, Mode.named(mode), k, filters).results
+        if not results:  # nothing ranked at all: not that the documents lack the answer (a user trial)
+            if not filters.is_empty():
+                raise RefusedError("no indexed file passes the filters (path, type, since); loosen or drop them")
+            if Mode.named(mode) is Mode.KEYWORD:
+                raise RefusedError("keyword search: no passage holds the query's words; hybrid also finds by meaning")
+            raise RefusedError("the index holds no passage that search reaches yet; index a folder first")
         # a file indexed through a symlink that leaves its folder is not read; nor is its text shown
         roots = self.live.file_roots()
         results = [r for r in results if retrieve.inside_its_root(r.path, roots.get(r.path))]
@@ -162,6 +172,8 @@ class OboyuTools:
         if not self.allow_index:
             raise RefusedError("indexing is off (start the server with --allow-index)")
         target = disk_path(self._checked_path(path))
+        if not os.path.lexists(target):  # a typo must not read as "updated, nothing changed" (a user trial)
+            raise RefusedError("no such file or folder")
         with self.live.reading() as store:
             roots = [os.path.realpath(disk_path(r.path)) for r in store.roots()]
         real = os.path.realpath(target)
@@ -383,8 +395,9 @@ def build_server(tools: OboyuTools):
 
     register(search, "Search indexed documents; one result per file: path, line range, heading, location "
              "(page, slide, rows, ... in a PDF, Office file or book), snippet, confidence (the estimated "
-             "probability that it answers the query), weak (under the line of a good match), likely (false: under "
-             "that line beside a good match, kept in case, seldom the answer), folder (the indexed "
+             "probability that it answers the query), weak (under the line of a good match), likely (false for weak "
+             "results, and for those under that line beside a good match: kept in case, seldom the answer), "
+             "folder (the indexed "
              "folder's name) and folder_description (what the user says it holds, or null). no_good_match: "
              "every result is weak, so the documents most likely do not hold the answer. across_languages: the "
              "query is in English and some results are Japanese documents that hardly hold its words: how sure "
@@ -398,7 +411,9 @@ def build_server(tools: OboyuTools):
 
     register(read, "Read an indexed file's text, or lines start_line..end_line of it (1-based, inclusive), "
              "numbered as search numbers them. A PDF, Office file, mail or book gives its extracted text; "
-             "parts says on which line each page, slide, row or chapter starts.")
+             "parts says on which line each page, slide, row or chapter starts. At most "
+             f"{MAX_READ_LINES} lines and {MAX_READ_CHARS:,} characters a call: truncated is true when more "
+             "was asked for; end_line says where the text stops, so ask again from the line after it.")
 
     async def status() -> dict[str, Any]:
         return await capped("status", tools.status)

@@ -93,6 +93,8 @@ def read_queries(path: Path) -> list[Query]:
         if not isinstance(row.get("query"), str) or not row["query"] or not isinstance(relevant, list) or not all(relevant):
             raise OboyuError(f"{path}, line {number}: each query needs `query` and `relevant_doc_id(s)`")
         queries.append(Query(str(row.get("id", len(queries))), row["query"], frozenset(map(str, relevant))))
+    if not queries:  # figures over no question would read as measured
+        raise OboyuError(f"{path}: no queries (JSON lines with `query` and `relevant_doc_id(s)`)")
     return queries
 
 
@@ -104,12 +106,25 @@ def doc_id_of(path: str) -> str:
     return unquote(Path(path).name[: -len(".txt")])
 
 
-def write_corpus(docs_path: Path, folder: Path) -> int:
-    """Write each document's `text` as a file in `folder` (none when a line is wrong); returns the count."""
-    docs = _numbered_rows(docs_path)
-    for number, doc in docs:
+def document_ids(docs_path: Path) -> list[str]:
+    """The documents' ids, in order; a line without `id` and `text`, an id given twice (the second
+    would overwrite the first) or no document at all is an error that names the line."""
+    first_at: dict[str, int] = {}
+    for number, doc in _numbered_rows(docs_path):
         if doc.get("id") in (None, "") or not isinstance(doc.get("text"), str):
             raise OboyuError(f"{docs_path}, line {number}: each document needs `id` and `text` (a string)")
+        if (doc_id := str(doc["id"])) in first_at:
+            raise OboyuError(f"{docs_path}, line {number}: id {doc_id!r} again (first on line {first_at[doc_id]})")
+        first_at[doc_id] = number
+    if not first_at:
+        raise OboyuError(f"{docs_path}: no documents (JSON lines with `id` and `text`)")
+    return list(first_at)
+
+
+def write_corpus(docs_path: Path, folder: Path) -> int:
+    """Write each document's `text` as a file in `folder` (none when a line is wrong); returns the count."""
+    document_ids(docs_path)
+    docs = _numbered_rows(docs_path)
     folder.mkdir(parents=True, exist_ok=True)
     for _, doc in docs:
         (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
@@ -127,6 +142,8 @@ def read_absent(path: Path) -> list[str]:
         if not isinstance(row.get("query"), str) or not row["query"]:
             raise OboyuError(f"{path}, line {number}: each line needs `query` (a string)")
         questions.append(str(row["query"]))
+    if not questions:
+        raise OboyuError(f"{path}: no questions (JSON lines with `query`)")
     return questions
 
 

@@ -102,7 +102,7 @@ class Result:
     copies: list[str] = field(default_factory=list)  # other files with the same content, folded into this one
     folder: str | None = None  # the name of the indexed folder the file belongs to
     folder_description: str | None = None  # that folder's description, in its owner's words (None when none)
-    likely: bool = True  # at or over the good-match line; one under it beside a good match is shown, but unlikely
+    likely: bool = True  # shown, at or over the good-match line; one under it beside a good match is shown, but unlikely
     across_languages: bool = False  # a Japanese passage asked in English, none holding its words: never weak (`across_languages`)
 
     @property
@@ -255,7 +255,8 @@ def search(
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
                 file_type=hit.file_type, weak=weak(cid),
-                likely=cid in untold or confidence >= judges[cid].threshold,  # untold: nothing set apart
+                # a weak result is not likely either (a user trial read weak and likely at once as a contradiction)
+                likely=not weak(cid) and (cid in untold or confidence >= judges[cid].threshold),  # untold: none set apart
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()}
                 | ({"token_match": round(first_match[1], 4)} if first_match and first_match[0] == cid else {}),
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
