@@ -169,6 +169,14 @@ def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
             names = first_paths(app)
             assert names and all(name.endswith((".txt", ".html")) for name in names)
             assert "filtered" in str(app.query_one("#status").render())
+            # a filter no file passes is said as such (a user trial's `notes/*`: "No results.", nothing more)
+            await pilot.press("ctrl+f")
+            app.screen.query_one("#types").value = "pptx"
+            await pilot.click("#apply")
+            await until(pilot, lambda: app.shown.filters.types == ("pptx",) and app.answer is not None
+                        and not app.answer.results)
+            await pilot.pause()
+            assert "No indexed file passes the filters" in str(app.query_one("#preview-text").render())
 
     asyncio.run(run())
 

@@ -241,8 +241,14 @@ class OboyuApp(IndexingApp):
             preview.clear("Type to search.")
             return
         self.stale, self.preparing = answer.stale, answer.preparing
-        if not answer.results:
-            preview.clear("No results.")
+        if not answer.results:  # say why, as `oboyu query` does (a user trial's filter `notes/*` matched nothing, unsaid)
+            if self.shown is not None and not self.shown.filters.is_empty():
+                preview.clear("No indexed file passes the filters (Ctrl+F changes them; a path is matched inside "
+                              "its indexed folder: `*.md`, `drafts/`).")
+            elif self.shown is not None and self.shown.mode is Mode.KEYWORD:
+                preview.clear("No passage holds these words (keyword mode; Ctrl+T changes the mode).")
+            else:
+                preview.clear("No results.")
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         result = self.query_one(ResultList).current
@@ -361,7 +367,9 @@ class OboyuApp(IndexingApp):
             self.remember_search()
             self.copy_to_clipboard("\n".join(paths))
             what = display_path(paths[0]) if len(paths) == 1 else f"{len(paths)} paths"
-            self.notify(f"copied {what}", timeout=2)
+            # through the terminal (OSC 52), which cannot say whether it took it: tmux, for one, takes it only
+            # with `set-clipboard on` (a user trial saw "copied" and an empty clipboard)
+            self.notify(f"sent {what} to the terminal's clipboard (if it allows apps to set it)", timeout=3)
 
     def action_edit(self) -> None:
         """The highlighted result, or the selected ones, opened (text in the editor, all at once)."""
