@@ -119,17 +119,18 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
         ("index", {"path": "\ud800"}, "absolute"),
         ("index", {"path": "/tmp"}, "inside an indexed root"),
         ("index", {}, "path is missing"),
+        ("search", {"query": "議事録", "path": "\ud800"}, "no indexed file passes the filters"),  # matches no name
+        ("index", {"path": str(root / "sub" / "typo")}, "no such file or folder"),  # not "finished", nothing changed
         ("nosuchtool", {}, "the tools are index, read, search, status"),
     ]
     results = [  # these answer with a result
         ("search", {"query": "議事録\ud800"}, "meeting.md"),  # a lone surrogate, as half an emoji arrives
         ("search", {"query": "議事録", "path": "!"}, "results"),
-        ("search", {"query": "議事録", "path": "\ud800"}, "results"),
         ("search", {"query": "議事録", "since": "99999999999999999999d"}, "results"),
         ("search", {"query": "議事録", "since": "9" * 400 + "d"}, "results"),  # past any date: all time
+        ("search", {"query": "議事録", "k": 3.0}, "results"),  # JSON Schema's integer: 3.0 is 3
         ("read", {"path": meeting, "end_line": 10**30}, "次回は十二月"),
         ("index", {"path": str(root / "pipe")}, "skipped"),
-        ("index", {"path": str(root / "sub" / "gone")}, "finished"),
     ]
 
     async def session() -> None:
@@ -144,6 +145,13 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
                 assert not result.is_error and said in result.content[0].text, (name, arguments, result.content)
             found = await client.call_tool("search", {"query": "tomato", "k": 1})
             assert "garden.txt" in found.content[0].text  # the session still answers
+            # a file deleted since it was indexed is an update that removes it, not a refusal
+            gone = root / "sub" / "gone.md"
+            gone.write_text("# 消えるメモ\n\nすぐに消す。\n", encoding="utf-8")
+            assert '"added": 1' in (await client.call_tool("index", {"path": str(gone)})).content[0].text
+            gone.unlink()
+            removed = await client.call_tool("index", {"path": str(gone)})
+            assert not removed.is_error and '"removed": 1' in removed.content[0].text, removed.content
 
             odd = [p for p in os.listdir(os.fsencode(root)) if p.endswith(b"memo.txt")]
             if odd:  # its name is not UTF-8: a result that JSON can hold, and read takes it back

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, cast
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from oboyu import retrieve
 from oboyu.api import open_indexer
@@ -44,8 +44,16 @@ from oboyu.search.query import MAX_QUERY_CHARS
 from oboyu.text import valid_text
 
 MAX_K = 50
+
+
+def _whole(value: object) -> object:
+    """JSON Schema's integer is any number without a fraction: a client's 5.0 is 5 (a user trial's
+    was refused); "5" and true stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 # a JSON integer, no other type read as one (true was k=1, "5" was 5): what a caller meant is not guessed
-Count = Annotated[int, Field(strict=True)]
+Count = Annotated[int, Field(strict=True), BeforeValidator(_whole)]
 # what one `read` returns at most: an assistant's tool output is capped (Claude Code's at 25,000
 # tokens by default), and the structured result repeats the text; a user trial got 116,000
 # characters of one file at 2,000 lines and 200,000 characters. `truncated` and `end_line` say
@@ -172,10 +180,14 @@ class OboyuTools:
         if not self.allow_index:
             raise RefusedError("indexing is off (start the server with --allow-index)")
         target = disk_path(self._checked_path(path))
-        if not os.path.lexists(target):  # a typo must not read as "updated, nothing changed" (a user trial)
-            raise RefusedError("no such file or folder")
         with self.live.reading() as store:
             roots = [os.path.realpath(disk_path(r.path)) for r in store.roots()]
+            # a typo must not read as "updated, nothing changed" (a user trial); a folder deleted since it
+            # was indexed is updated: what the index held there goes
+            if not os.path.lexists(target) and not store.con.execute(
+                    "SELECT 1 FROM documents WHERE path = ? OR starts_with(path, ?) LIMIT 1",
+                    [stored_path(target), stored_path(target.rstrip(os.sep) + os.sep)]).fetchone():
+                raise RefusedError("no such file or folder, and the index holds nothing there")
         real = os.path.realpath(target)
         root = next((r for r in roots if is_within(real, r)), None)
         if root is None:
