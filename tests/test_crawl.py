@@ -64,6 +64,10 @@ def test_a_bang_line_inside_an_ignored_folder_is_said_to_do_nothing(tmp_path: Pa
     # was left out whole, and told to write `drafts/*`); a folder inside it stays ignored, as in git
     write(tmp_path / ".gitignore", "drafts/**\n!drafts/keep.md\nold/\n")
     assert found(tmp_path) == ({"top.md", "drafts/keep.md"}, {})
+    # without such a line, `name/**` leaves the folder out whole and unsaid, a junk folder too
+    write(tmp_path / "build" / "out.md")
+    write(tmp_path / ".gitignore", "drafts/**\nold/\nbuild/**\n")
+    assert found(tmp_path) == ({"top.md"}, {})
 
 
 def test_a_bang_line_brings_a_hidden_entry_back(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_a_one_kanji_word_is_marked_only_beside_another_match() -> None:
 
 def test_threads_that_come_and_go_share_the_taggers() -> None:
     """`oboyu serve` answers each handed-off query in a thread of its own; a tagger kept per thread
-    was never freed (its dictionary stayed mapped: 3.8 GB after 145 queries, a user trial)."""
+    left its dictionary mapped for good (fugashi never unmaps it: 3.8 GB after 145 queries, a user trial)."""
     import sys
     import threading
 
@@ -98,4 +98,4 @@ def test_threads_that_come_and_go_share_the_taggers() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert before[0] <= TAGGERS.idle <= 3
+    assert before[0] <= TAGGERS.idle <= before[0] + 3

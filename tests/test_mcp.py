@@ -69,7 +69,8 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
             hits = found["results"]
             assert hits[0]["path"] == str(root / "meeting.md") and not found["no_good_match"]
             assert set(hits[0]) == {"path", "start_line", "end_line", "heading", "location", "snippet", "confidence", "weak",
-                                    "likely", "folder", "folder_description"}
+                                    "likely", "across_languages", "folder", "folder_description"}
+            assert hits[0]["across_languages"] is False and found["across_languages"] is False
             assert 0 <= hits[0]["confidence"] <= 1 and not hits[0]["weak"]
 
             only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))["results"]

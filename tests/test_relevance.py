@@ -158,10 +158,14 @@ def test_eval_reports_absent_questions_caught(tmp_path: Path, oboyu_env: dict) -
     fewer = tmp_path / "fewer.jsonl"
     fewer.write_text(docs.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     other = run_oboyu(oboyu_env, "eval", "--docs", str(fewer), "--queries", str(queries), "--db", str(db), "--mode", "keyword")
-    assert other.returncode != 0 and "holds other documents" in other.stderr and "Traceback" not in other.stderr
+    assert other.returncode != 0 and "made of other documents" in other.stderr and "Traceback" not in other.stderr
+    db.unlink()  # as the refusal says: the folder of the documents written before is made anew, not added to
+    fresh = run_oboyu(oboyu_env, "eval", "--docs", str(fewer), "--queries", str(queries), "--db", str(db),
+                      "--mode", "keyword", "--json")
+    assert fresh.returncode == 0 and "indexed 1 documents" in fresh.stderr, fresh.stderr
     typo = tmp_path / "typo.jsonl"
     typo.write_text(json.dumps({"query": "カレーの作り方", "relevant_doc_id": "cury"}, ensure_ascii=False), encoding="utf-8")
-    missed = run_oboyu(oboyu_env, "eval", "--docs", str(docs), "--queries", str(typo), "--db", str(db), "--mode", "keyword")
+    missed = run_oboyu(oboyu_env, "eval", "--docs", str(fewer), "--queries", str(typo), "--db", str(db), "--mode", "keyword")
     assert missed.returncode == 0 and "1 of 1 queries name no document" in missed.stderr and "'cury'" in missed.stderr
 
 

@@ -282,15 +282,16 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
     embedder = load_embedder(index_model(db) if db else None, model, progress)
     with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
         path = db or Path(tmp) / "eval.duckdb"
+        folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"
         with Store(path) as store:
-            if store.counts()[0] and db:  # reused: only when it holds these very documents
+            if store.counts()[0] and db:  # reused: only when made of these very documents
                 held = {doc_id_of(row[0]) for row in store.con.execute("SELECT path FROM documents").fetchall()}
-                if held != ids:
-                    raise OboyuError(f"the index {path} holds other documents than {docs} ({len(held)} against "
-                                     f"{len(ids)}); delete it, or give another --db, to index these")
+                written = {doc_id_of(file.name) for file in folder.glob("*.txt")}
+                if not held <= ids or written != ids:  # (a document the indexer skipped is written, not held)
+                    raise OboyuError(f"the index {path} was made of other documents than {docs}; delete it, or "
+                                     "give another --db, to index these")
                 progress.message(f"reusing the index {path}: it holds the {len(ids)} documents of {docs}")
             if store.counts()[0] == 0:
-                folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"
                 count = write_corpus(docs, folder)
                 progress.message(f"indexing {count} documents into {path}")
                 stats = index_corpus(store, embedder, folder, progress)

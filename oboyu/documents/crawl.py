@@ -164,7 +164,12 @@ class _IgnoreRules:
 def _folder_check(spec: pathspec.GitIgnoreSpec, rel: str) -> bool | None:
     """A folder's verdict (`rel` ends with `/`), as git gives it: `sub/**` names what is inside
     `sub`, never `sub` itself, so `!sub/keep.md` after it brings that file back (pathspec matches
-    `sub/` too; a user trial's folder was left out whole)."""
+    `sub/` too; a user trial's folder was left out whole). Only where a `!` line names something
+    inside it: `build/**` alone still leaves `build` out whole, unwalked and unsaid."""
+    name = rel.rstrip("/").rpartition("/")[2]
+    if not any(p.include is False and str(getattr(p, "pattern", ""))[1:].lstrip("/").startswith((rel, f"**/{name}/"))
+               for p in spec.patterns):
+        return spec.check_file(rel).include
     patterns = list(spec.patterns)
     while True:
         found = type(spec)(patterns).check_file(rel)

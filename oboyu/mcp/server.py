@@ -116,7 +116,8 @@ class OboyuTools:
         results = self.live.search(query, Mode.named(mode), k, filters).results
         if not results:  # nothing ranked at all: not that the documents lack the answer (a user trial)
             if not filters.is_empty():
-                raise RefusedError("no indexed file passes the filters (path, type, since); loosen or drop them")
+                holds = " and holds the query's words" if Mode.named(mode) is Mode.KEYWORD else ""
+                raise RefusedError(f"no indexed file passes the filters (path, type, since){holds}; loosen or drop them")
             if Mode.named(mode) is Mode.KEYWORD:
                 raise RefusedError("keyword search: no passage holds the query's words; hybrid also finds by meaning")
             raise RefusedError("the index holds no passage that search reaches yet; index a folder first")
@@ -126,7 +127,8 @@ class OboyuTools:
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak,
-             "likely": r.likely, "folder": r.folder, "folder_description": r.folder_description}
+             "likely": r.likely, "across_languages": r.across_languages, "folder": r.folder,
+             "folder_description": r.folder_description}
             for r in results
         ]
         # every result weak: the folder most likely does not hold the answer, and the assistant should say so
@@ -182,16 +184,16 @@ class OboyuTools:
         target = disk_path(self._checked_path(path))
         with self.live.reading() as store:
             roots = [os.path.realpath(disk_path(r.path)) for r in store.roots()]
+            real = os.path.realpath(target)
+            root = next((r for r in roots if is_within(real, r)), None)
+            if root is None:  # first: whether a path outside the indexed folders exists is not said
+                raise RefusedError("only folders inside an indexed root can be indexed from here")
             # a typo must not read as "updated, nothing changed" (a user trial); a folder deleted since it
             # was indexed is updated: what the index held there goes
             if not os.path.lexists(target) and not store.con.execute(
                     "SELECT 1 FROM documents WHERE path = ? OR starts_with(path, ?) LIMIT 1",
                     [stored_path(target), stored_path(target.rstrip(os.sep) + os.sep)]).fetchone():
                 raise RefusedError("no such file or folder, and the index holds nothing there")
-        real = os.path.realpath(target)
-        root = next((r for r in roots if is_within(real, r)), None)
-        if root is None:
-            raise RefusedError("only folders inside an indexed root can be indexed from here")
         if any(part.startswith(".") for part in Path(real).relative_to(root).parts):
             raise RefusedError("hidden folders are not indexed")
         # one run at a time: one that ran past its time cap goes on in the background

@@ -123,9 +123,12 @@ def document_ids(docs_path: Path) -> list[str]:
 
 def write_corpus(docs_path: Path, folder: Path) -> int:
     """Write each document's `text` as a file in `folder` (none when a line is wrong); returns the count."""
-    document_ids(docs_path)
+    ids = set(document_ids(docs_path))
     docs = _numbered_rows(docs_path)
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.txt"):  # another corpus's, written here before: not indexed beside these
+        if doc_id_of(stale.name) not in ids:
+            stale.unlink()
     for _, doc in docs:
         (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
     return len(docs)

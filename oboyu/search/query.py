@@ -224,14 +224,18 @@ def search(
     confidences = {cid: judges[cid].probability(evidence[cid]) for cid, _ in chosen}
     if mode is Mode.HYBRID and reranker is None:  # a cross-encoder's order stands as it gave it
         chosen = surer_first(with_confidence(chosen, confidences), judges, confidences)
-    good_match, first_match = has_good_match(chosen, judges, confidences, embedder, query, hits)
+    # hybrid judges the files it ordered; another mode its k shown (a good match it would not show
+    # must not make the shown ones "less likely" rather than "no good match")
+    judged = chosen if mode is Mode.HYBRID and reranker is None else chosen[:k]
+    good_match, first_match = has_good_match(judged, judges, confidences, embedder, query, hits)
     # told no good match, a question in English may be asking Japanese notes (whatever -k: the same
     # verdict for one result as for ten); one with a good match, in either language, is judged as ever.
     # Its Japanese results cannot be told (none weak, none less likely); its English ones can, and are weak.
     untold: set[str] = set()
+    window = chosen[:max(k, ACROSS_WINDOW)]  # those whose words were weighed: none further down is promoted
     if not good_match and mode.uses_vectors and across_languages(
-            query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in chosen[:max(k, ACROSS_WINDOW)]], embedder):
-        untold = {cid for cid, _ in chosen if written_in(hits[cid].text) == "japanese"}
+            query, [(hits[cid].text, evidence[cid].idf_coverage) for cid, _ in window], embedder):
+        untold = {cid for cid, _ in window if written_in(hits[cid].text) == "japanese"}
 
     def weak(cid: str) -> bool:
         return cid not in untold and judges[cid].weak(confidences[cid], good_match)

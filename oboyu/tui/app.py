@@ -243,8 +243,9 @@ class OboyuApp(IndexingApp):
         self.stale, self.preparing = answer.stale, answer.preparing
         if not answer.results:  # say why, as `oboyu query` does (a user trial's filter `notes/*` matched nothing, unsaid)
             if self.shown is not None and not self.shown.filters.is_empty():
-                preview.clear("No indexed file passes the filters (Ctrl+F changes them; a path is matched inside "
-                              "its indexed folder: `*.md`, `drafts/`).")
+                holds = " and holds these words" if self.shown.mode is Mode.KEYWORD else ""
+                preview.clear(f"No indexed file passes the filters{holds} (Ctrl+F changes them; a path is matched "
+                              "inside its indexed folder: `*.md`, `drafts/`).")
             elif self.shown is not None and self.shown.mode is Mode.KEYWORD:
                 preview.clear("No passage holds these words (keyword mode; Ctrl+T changes the mode).")
             else:
