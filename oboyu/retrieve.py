@@ -271,7 +271,8 @@ def _matching(store: Store, pattern: str) -> list[tuple]:
     pieces = stored_path(pattern).split(os.sep)
     literal = next((i for i, piece in enumerate(pieces) if _GLOB.search(piece)), len(pieces))
     try:
-        regex = re.compile(_glob_regex(pieces), re.IGNORECASE if CASE_INSENSITIVE_FILES else 0)
+        # DOTALL: a trailing `**` (`.*`) takes a name with a newline too (a user trial's was left out)
+        regex = re.compile(_glob_regex(pieces), re.DOTALL | (re.IGNORECASE if CASE_INSENSITIVE_FILES else 0))
     except re.error as exc:
         raise OboyuError(f"`{pattern}` is not a usable glob ({exc.msg}); quote it as the shell would, e.g. 'notes/*.md'") from None
     return [row for row in _under(store, os.sep.join(pieces[:literal]) or os.sep) if regex.fullmatch(row[1])]

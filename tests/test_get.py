@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,6 +270,21 @@ def test_a_file_skipped_or_left_out_says_why_it_has_no_text(tmp_path: Path, oboy
     for name, says in (("data.txt", "skipped when indexed: binary file"), (".private.md", "left out by the walk of notes")):
         done = run_oboyu(oboyu_env, "get", str(notes / name))
         assert done.returncode == 2 and says in done.stderr and "adds one" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows names hold no newline")
+def test_a_name_with_a_newline_is_got_by_a_glob_and_as_printed(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: `get 'folder/**'` left out `new\nline.md`, and its name as `query` printed it
+    (`new␊line.md`) was "no such file"."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "new\nline.md").write_text("# ペンギン\n\nペンギンの観察記録。\n", encoding="utf-8")
+    (notes / "plain.md").write_text("# メモ\n\n普通のメモ。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    every = run_oboyu(oboyu_env, "get", f"{notes}/**", "--json")
+    assert every.returncode == 0 and {Path(e["path"]).name for e in json.loads(every.stdout)} == {"new\nline.md", "plain.md"}
+    printed = run_oboyu(oboyu_env, "get", f"{notes}/new␊line.md:3")
+    assert printed.returncode == 0 and "ペンギンの観察記録" in printed.stdout, printed.stderr
 
 
 def test_a_name_typed_in_the_other_unicode_form_is_found(tmp_path: Path, oboyu_env: dict) -> None:
