@@ -106,6 +106,7 @@ def test_bad_arguments_get_a_one_line_error_that_says_what_to_do(notes: tuple[Pa
         ("read", {"path": meeting, "start_line": "three"}, "start_line: input should be a valid integer"),
         ("read", {"path": 123}, "path: input should be a valid string"),
         ("read", {}, "path is missing"),
+        ("read", {"path": ""}, "give a file's absolute path"),  # a trial's empty path got "invalid path" alone
         ("read", {"path": meeting, "lines": "1-3"}, "takes no argument 'lines'"),
         ("read", {"path": meeting + "\ud800"}, "no such file"),  # as meeting.md\ufffd
         ("read", {"path": str(root / "nowhere.md")}, "no such file"),

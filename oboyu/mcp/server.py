@@ -211,7 +211,7 @@ class OboyuTools:
     @staticmethod
     def _checked_path(path: str) -> str:
         if not path or "\x00" in path:
-            raise RefusedError("invalid path")
+            raise RefusedError("invalid path (empty, or holding a NUL): give a file's absolute path, as search returns it")
         if len(path) > MAX_ARG_CHARS:
             raise RefusedError(f"path is longer than {MAX_ARG_CHARS} characters")
         if not os.path.isabs(path):
