@@ -106,32 +106,37 @@ def doc_id_of(path: str) -> str:
     return unquote(Path(path).name[: -len(".txt")])
 
 
-def document_ids(docs_path: Path) -> list[str]:
-    """The documents' ids, in order; a line without `id` and `text`, an id given twice (the second
-    would overwrite the first) or no document at all is an error that names the line."""
+def _documents(docs_path: Path) -> dict[str, str]:
+    """Each document's text by its id, in order; a line without `id` and `text`, an id given twice
+    (the second would overwrite the first) or no document at all is an error that names the line."""
+    texts: dict[str, str] = {}
     first_at: dict[str, int] = {}
     for number, doc in _numbered_rows(docs_path):
         if doc.get("id") in (None, "") or not isinstance(doc.get("text"), str):
             raise OboyuError(f"{docs_path}, line {number}: each document needs `id` and `text` (a string)")
         if (doc_id := str(doc["id"])) in first_at:
             raise OboyuError(f"{docs_path}, line {number}: id {doc_id!r} again (first on line {first_at[doc_id]})")
-        first_at[doc_id] = number
-    if not first_at:
+        first_at[doc_id], texts[doc_id] = number, doc["text"]
+    if not texts:
         raise OboyuError(f"{docs_path}: no documents (JSON lines with `id` and `text`)")
-    return list(first_at)
+    return texts
+
+
+def document_ids(docs_path: Path) -> list[str]:
+    """The documents' ids, in order (`_documents` checks them)."""
+    return list(_documents(docs_path))
 
 
 def write_corpus(docs_path: Path, folder: Path) -> int:
     """Write each document's `text` as a file in `folder` (none when a line is wrong); returns the count."""
-    ids = set(document_ids(docs_path))
-    docs = _numbered_rows(docs_path)
+    texts = _documents(docs_path)  # read once, checked whole before anything is written
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.txt"):  # another corpus's, written here before: not indexed beside these
-        if doc_id_of(stale.name) not in ids:
+        if doc_id_of(stale.name) not in texts:
             stale.unlink()
-    for _, doc in docs:
-        (folder / doc_file_name(str(doc["id"]))).write_text(doc["text"], encoding="utf-8")
-    return len(docs)
+    for doc_id, text in texts.items():
+        (folder / doc_file_name(doc_id)).write_text(text, encoding="utf-8")
+    return len(texts)
 
 
 def index_corpus(store: Store, embedder: Embedder, folder: Path, progress: ProgressLine) -> IndexStats:

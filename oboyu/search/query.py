@@ -249,7 +249,7 @@ def search(
         folder = folders.get(hit.path)
         snippet, matches = make_snippet(hit.text, query, terms=terms)
         found_by = Mode.KEYWORD if cid in waiting else mode
-        confidence = confidences[cid]
+        confidence, is_weak = confidences[cid], weak(cid)
         results.append(
             Result(
                 rank=rank, confidence=round(confidence, 4), path=disk_path(hit.path), start_line=hit.start_line,
@@ -258,9 +258,9 @@ def search(
                 ranks={leg: ranks.get(key[leg](cid)) for leg, ranks in leg_ranks.items()},
                 leg_scores={leg: _rounded(scores.get(key[leg](cid))) for leg, scores in leg_scores.items()},
                 other_matches=others.get(cid, 0), page_start=hit.page_start, page_end=hit.page_end,
-                file_type=hit.file_type, weak=weak(cid),
+                file_type=hit.file_type, weak=is_weak,
                 # a weak result is not likely either (a user trial read weak and likely at once as a contradiction)
-                likely=not weak(cid) and (cid in untold or confidence >= judges[cid].threshold),  # untold: none set apart
+                likely=not is_weak and (cid in untold or confidence >= judges[cid].threshold),  # untold: none set apart
                 evidence={name: round(value, 4) for name, value in asdict(evidence[cid]).items()}
                 | ({"token_match": round(first_match[1], 4)} if first_match and first_match[0] == cid else {}),
                 ranking_score=round(float(score), 4), copies=copies.get(cid, []),
