@@ -149,6 +149,31 @@ def test_oboyu_mcp_over_stdio_writes_nothing_outside_its_dirs(indexed: tuple[Pat
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == before
 
 
+def test_a_server_started_before_its_index_serves_it_once_made(indexed: tuple[Path, Path], oboyu_env: dict,
+                                                                 embedder: Embedder, tmp_path: Path) -> None:
+    """An assistant is often set up before the first `oboyu index`: the server starts, its tools
+    say what to do (a server that exits reads as "disconnected" in the assistant), then it serves
+    the index once made."""
+    root, _ = indexed
+    db = tmp_path / "later" / "index.duckdb"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "oboyu.cli", "mcp", "--db", str(db), "--allow-index"],
+                                   env=oboyu_env)
+
+    async def session() -> None:
+        async with Client(params) as client:
+            for tool, arguments in (("search", {"query": "tomato plants"}), ("read", {"path": str(root / "meeting.md")}),
+                                    ("index", {"path": str(root)})):
+                assert f"no index at {db} yet" in error_text(await client.call_tool(tool, arguments)), tool
+            assert payload(await client.call_tool("status", {}))["documents"] == 0
+            db.parent.mkdir()
+            with Store(db) as store:
+                Indexer(store, embedder).index([root])
+            hits = payload(await client.call_tool("search", {"query": "tomato plants", "k": 1}))["results"]
+            assert hits[0]["path"] == str(root / "sub" / "garden.txt")
+
+    run(session)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -111,8 +111,8 @@ def mcp(db: Path | None, http: bool, port: int, allow_index: bool, rerank: bool 
     from oboyu.models.loading import load_embedder, load_reranker
 
     path = db_path(db)
-    if not path.exists():
-        raise OboyuError(f"no index at {path}; run `oboyu index PATH` first")
+    if not path.exists():  # an assistant is often set up first: its tools say so until the index is made
+        click.echo(f"oboyu: no index at {path} yet; its tools say so until `oboyu index FOLDER` makes it", err=True)
     # progress to stderr only: on stdio, stdout carries the protocol
     embedder = load_embedder(index_model(path), progress=ProgressLine()).load()
     serve(OboyuTools(path, embedder, allow_index, load_reranker(rerank)), http=http, port=port)

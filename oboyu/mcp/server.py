@@ -103,6 +103,7 @@ class OboyuTools:
 
     def search(self, query: str, mode: str = "hybrid", k: int = 10, path: str | None = None,
                type: str | None = None, since: str | None = None) -> dict[str, Any]:
+        self._index_made()
         if not query.strip():
             raise RefusedError("query is empty")
         if len(query) > MAX_QUERY_CHARS:
@@ -141,6 +142,7 @@ class OboyuTools:
                 raise RefusedError(f"{name} must be 1 or more (lines are numbered from 1, as search numbers them)")
         if start_line is not None and end_line is not None and end_line < start_line:
             raise RefusedError(f"end_line {end_line} is before start_line {start_line}")
+        self._index_made()
         real = self._indexed_real_path(path)
         # read in a worker with a time cap: a file on a hung network drive costs a worker, not the server
         reading = _READERS.submit(read_document, real, retrieve.MAX_FILE_BYTES, follow_symlinks=False)
@@ -181,6 +183,7 @@ class OboyuTools:
     def index(self, path: str) -> dict[str, Any]:
         if not self.allow_index:
             raise RefusedError("indexing is off (start the server with --allow-index)")
+        self._index_made()
         target = disk_path(self._checked_path(path))
         with self.live.reading() as store:
             roots = [os.path.realpath(disk_path(r.path)) for r in store.roots()]
@@ -207,6 +210,13 @@ class OboyuTools:
         return {"finished": True, "added": stats.added, "changed": stats.changed, "removed": stats.removed,
                 "renamed": stats.renamed, "unchanged": stats.unchanged, "skipped": len(stats.skipped),
                 "chunks": stats.chunks, "reused": stats.reused, "repeated": stats.repeated}
+
+    def _index_made(self) -> None:
+        """A server may start before its index is made (an assistant set up first): until then each
+        tool says what the person has to do, and the server serves the index once it is there."""
+        if not self.live.exists():
+            raise RefusedError(f"no index at {self.db_path} yet: the person runs `oboyu index FOLDER` "
+                               "(with this --db) in a terminal, then asks again")
 
     @staticmethod
     def _checked_path(path: str) -> str:
