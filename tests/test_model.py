@@ -88,19 +88,20 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     assert list(final.parent.iterdir()) == []
 
 
+def _count_runs(embedder: Embedder, monkeypatch) -> list[list[int]]:
+    """Each run of the query session, as the token ids it was given (a row a text)."""
+    session, runs = embedder.onnxruntime_session, []
+    real = session.run
+    monkeypatch.setattr(session, "run", lambda names, feed, *rest: runs.append(feed["input_ids"].tolist()) or real(names, feed, *rest))
+    return runs
+
+
 def test_recent_queries_are_embedded_once(embedder: Embedder, monkeypatch) -> None:
-    calls: list[list[list[int]]] = []
-    original = embedder.embed_ids
-
-    def counting(token_ids, *args, **kwargs):
-        calls.append(list(token_ids))
-        return original(token_ids, *args, **kwargs)
-
-    monkeypatch.setattr(embedder, "embed_ids", counting)
+    runs = _count_runs(embedder, monkeypatch)
     first = embedder.embed_queries(["議事録の書き方を確認する会議"])
     again = embedder.embed_queries(["議事録の書き方を確認する会議", "新しい質問"])
     new = embedder.tokenizer.encode(embedder.info.query_prefix + "新しい質問").ids
-    assert len(calls) == 2 and calls[1] == [new]
+    assert len(runs) == 2 and runs[1] == [new]
     assert np.array_equal(first[0], again[0])
 
 
@@ -217,15 +218,25 @@ def test_token_match_is_higher_where_the_query_s_tokens_are(embedder: Embedder) 
 def test_a_recent_passage_s_token_states_are_not_made_again(embedder: Embedder, monkeypatch) -> None:
     """Typing a question, its first result stays the same over several keys: the passage's run,
     most of a token match's time, is made once."""
-    from oboyu.models import token_match as module
-
-    runs: list[int] = []
-    real = module._states
-    monkeypatch.setattr(module, "_states", lambda session, ids: runs.append(len(ids)) or real(session, ids))
+    runs = _count_runs(embedder, monkeypatch)
     passage = "議事録\n来週の定例ミーティングで来期の予算を決める。"
     first = [token_match(embedder, typed, passage) for typed in ("予算", "予算を決め", "予算を決める会議")]
-    assert len(runs) == 4 and max(runs) == runs[0]  # the passage once, then each query
-    assert token_match(embedder, "予算", passage) == first[0]
+    assert len(runs) == 4 and len(runs[1][0]) == max(len(run[0]) for run in runs)  # each query, the passage once
+    assert token_match(embedder, "予算", passage) == first[0] and len(runs) == 4
+
+
+def test_a_query_s_token_states_come_from_the_run_that_embeds_it(embedder: Embedder, monkeypatch) -> None:
+    """A query that is not sure of its best result asks for its token match next: its own states
+    were made by the run that made its vector, and that vector is the one a plain run makes."""
+    query, passage = "来期の予算を決める会議", "予算会議\n来期の予算案は部長会で決め、翌週に全体へ伝える。"
+    plain = embedder.embed([embedder.info.query_prefix + query], session=embedder.onnxruntime_session)[0]
+    runs = _count_runs(embedder, monkeypatch)
+    vector = embedder.embed_queries([query])[0]
+    np.testing.assert_allclose(vector, plain, atol=1e-6)
+    match = token_match(embedder, query, passage)
+    assert len(runs) == 2 and len(runs[0][0]) < len(runs[1][0])  # the query, then the passage alone
+    embedder._recent_query_states.clear()
+    assert token_match(embedder, query, passage) == match and len(runs) == 3
 
 
 def test_a_graph_that_does_not_pool_tokens_has_no_token_graph(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from oboyu.models.providers import (
     session_providers,
     started,
 )
-from oboyu.models.token_states import token_graph
+from oboyu.models.token_states import TOKEN_OUTPUT, token_graph
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -62,6 +62,7 @@ DEFAULT_TOKEN_BUDGET = 2048  # padded tokens per batch: faster and leaner than l
 GPU_TOKEN_BUDGET = 65536
 MAX_BATCH = 64
 RECENT_QUERIES = 512  # query vectors kept in memory
+RECENT_QUERY_STATES = 64  # and the tokens' states of the latest ones (`token_match`)
 PROVIDER_MIN_COSINE = 0.99  # an accelerator's probe vectors against the CPU's: below, it is dropped
 BATCH_TOLERANCE = 1e-5  # how far a text's vector may move with its batch-mates (static INT8 scales: 1.3e-7)
 
@@ -90,6 +91,7 @@ class Embedder:
         self.query_provider = CPU  # what embeds queries (always onnxruntime), once its session is made
         self.notify = notify or logging.getLogger(__name__).warning
         self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_query_states: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_lock = threading.Lock()
         self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
         self.engine, self.engine_reason = ((engine, "the one its index was built with") if engine
@@ -376,16 +378,53 @@ class Embedder:
             for t in known:
                 self._recent_queries.move_to_end(t)
         missing = list(dict.fromkeys(t for t in model_texts if t not in known))
-        if missing:
-            fresh = dict(zip(missing, self.embed(missing, session=self.onnxruntime_session)))
-            known.update(fresh)
+        if len(missing) == 1 and self.has_token_states:
+            # a query typed or asked alone: the same run gives its tokens' states, which a query
+            # that is not sure of its best result asks for next (`token_match`)
+            self._embed_query_with_states(missing[0])
             with self._query_lock:
-                self._recent_queries.update(fresh)
-                while len(self._recent_queries) > RECENT_QUERIES:
-                    self._recent_queries.popitem(last=False)
+                known[missing[0]] = self._recent_queries[missing[0]]
+        elif missing:
+            self._remember_queries(dict(zip(missing, self.embed(missing, session=self.onnxruntime_session))))
+            known.update({t: self._recent_queries[t] for t in missing})
         if not model_texts:
             return np.zeros((0, self.info.dimensions), dtype=np.float32)
         return np.stack([known[t] for t in model_texts])
+
+    @property
+    def has_token_states(self) -> bool:
+        """Whether the query session gives the tokens' states beside the vector (not a GPU's
+        float16 graph, nor a folder the derived graph could not be written to)."""
+        listed = getattr(self.onnxruntime_session, "get_outputs", None)
+        return listed is not None and TOKEN_OUTPUT in {output.name for output in listed()}
+
+    def query_token_states(self, text: str) -> np.ndarray | None:
+        """A query's tokens' states (a row a token, as `token_ids` gives them), from memory when
+        it was just embedded; None where the query session gives none."""
+        if not self.has_token_states:
+            return None
+        model_text = self.info.query_prefix + prepare(text)
+        with self._query_lock:
+            states = self._recent_query_states.get(model_text)
+        return states if states is not None else self._embed_query_with_states(model_text)
+
+    def _embed_query_with_states(self, model_text: str) -> np.ndarray:
+        ids = self.token_ids([model_text])[0]
+        feed = {"input_ids": np.array([ids], dtype=np.int64), "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
+        session = self.onnxruntime_session
+        vector, states = session.run([session.get_outputs()[0].name, TOKEN_OUTPUT], feed)
+        self._remember_queries({model_text: vector[0]})
+        with self._query_lock:
+            self._recent_query_states[model_text] = states[0]
+            while len(self._recent_query_states) > RECENT_QUERY_STATES:
+                self._recent_query_states.popitem(last=False)
+        return states[0]
+
+    def _remember_queries(self, vectors: dict[str, np.ndarray]) -> None:
+        with self._query_lock:
+            self._recent_queries.update(vectors)
+            while len(self._recent_queries) > RECENT_QUERIES:
+                self._recent_queries.popitem(last=False)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([self.passage_text(t) for t in texts])

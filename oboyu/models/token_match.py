@@ -26,9 +26,8 @@ def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
     each weighted by its piece's rarity in the tokenizer's own model (a unigram model's
     log-probability; equal weights for another tokenizer); None where the query's graph gives no
     tokens' states (a GPU's float16 graph, a folder the derived graph could not be written to)."""
-    session = embedder.onnxruntime_session
-    listed = getattr(session, "get_outputs", None)
-    if listed is None or TOKEN_OUTPUT not in {output.name for output in listed()}:
+    query_states = embedder.query_token_states(query)
+    if query_states is None:
         return None
     info, tokenizer = embedder.info, embedder.tokenizer
     query_ids, passage_ids = embedder.token_ids([info.query_prefix + prepare(query), embedder.passage_text(passage)])
@@ -43,7 +42,7 @@ def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
     scores = getattr(tokenizer, "scores", None)
     weights = [-float(scores[query_ids[i]]) if scores is not None else 1.0 for i in keep]
     passage_tokens = _passage_states(embedder, passage_ids)[lead + prefix_length(info.passage_prefix): len(passage_ids) - tail]
-    return late_interaction(_states(session, query_ids)[keep], passage_tokens, weights)
+    return late_interaction(query_states[keep], passage_tokens, weights)
 
 
 def _passage_states(embedder: Embedder, ids: list[int]) -> np.ndarray:
