@@ -558,3 +558,22 @@ def test_an_index_upgraded_as_the_app_opens_it_says_how_far_it_is(
     asyncio.run(run())
     with Store(db, read_only=True) as store:
         assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
+
+
+def test_a_character_typed_in_the_list_goes_on_the_search(db: Path, embedder: Embedder) -> None:
+    """A user trial moved to a result and typed on: the keys were lost. Those the list has (`e`,
+    `y`, Space) still act there."""
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await type_query(pilot, "カレー")
+            await pilot.press("tab")
+            assert app.focused is app.query_one(ResultList)
+            await pilot.press("y")
+            assert app.clipboard.endswith("curry.txt") and app.focused is app.query_one(ResultList)
+            await pilot.press(*"の作り方")
+            await until(pilot, lambda: app.shown is not None and app.shown.query == "カレーの作り方")
+            assert app.query_one("#query").value == "カレーの作り方" and app.focused is app.query_one("#query")
+
+    asyncio.run(run())

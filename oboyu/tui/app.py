@@ -42,6 +42,7 @@ from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.status import StatusBar
 from oboyu.tui.widgets import Preview, QueryInput, ResultList, display_path
 
+LIST_KEYS = {"e", "y", " ", "?"}  # what a character does in the list and the preview (help.md)
 WIDE_COLUMNS = 110  # from this width the preview sits beside the results, else below them
 
 
@@ -330,6 +331,22 @@ class OboyuApp(IndexingApp):
 
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A character typed in the list or the preview that is no key there (`e`, `y`, Space, `?`)
+        goes on the search: a user trial typed on after moving to a result, and the keys were lost."""
+        typed = event.character if event.is_printable else None
+        if isinstance(self.focused, (ResultList, Preview)) and typed and typed not in LIST_KEYS:
+            box = self.query_one("#query", Input)
+            self.screen.set_focus(box)
+            # after the box's focus event, which selects the whole query for the next key to replace
+            box.call_later(self._type_on, box, typed)
+            event.stop()
+
+    @staticmethod
+    def _type_on(box: Input, typed: str) -> None:
+        box.action_end()
+        box.insert_text_at_cursor(typed)
 
     def action_cycle_mode(self) -> None:
         modes = list(Mode)
