@@ -235,7 +235,7 @@ def test_a_query_s_token_states_come_from_the_run_that_embeds_it(embedder: Embed
     np.testing.assert_allclose(vector, plain, atol=1e-6)
     match = token_match(embedder, query, passage)
     assert len(runs) == 2 and len(runs[0][0]) < len(runs[1][0])  # the query, then the passage alone
-    embedder._recent_query_states.clear()
+    embedder.recent_query_states.clear()
     assert token_match(embedder, query, passage) == match and len(runs) == 3
 
 

@@ -109,7 +109,7 @@ def search_latency(db: Path, embedder: Embedder, queries: list[str]) -> dict:
     load = harness.seconds(live.refresh)
     times = []
     for query in queries:
-        embedder._recent_queries.clear()  # each query embedded, as a new one would be
+        embedder.recent_queries.clear()  # each query embedded, as a new one would be
         times.append(harness.seconds(lambda: live.search(query)) * 1000)
     return {"p50_ms": harness.median(times), "p95_ms": harness.p95(times), "load_s": load, "queries": len(times)}
 
@@ -247,7 +247,7 @@ def main() -> int:
     # 3. query embedding, warm search, cold start
     times = []
     for query in queries:
-        embedder._recent_queries.clear()
+        embedder.recent_queries.clear()
         times.append(harness.seconds(lambda: embedder.embed_queries([query])) * 1000)
     results["query_embed"] = {"p50_ms": harness.median(times), "p95_ms": harness.p95(times), "queries": len(times)}
     results["search_small"] = search_latency(db, embedder, queries)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from benchmarks import harness
 from oboyu.documents import keywords
+from oboyu.models import token_match
 from oboyu.models.embedding import Embedder
 from oboyu.models.loading import load_default_embedder
 from oboyu.search import snippets
@@ -40,7 +41,9 @@ def main() -> None:
         snippets._normalised_sentence.cache_clear()
         snippets._sentence_bigrams.cache_clear()
         keywords._snippet_terms.cache_clear()
-        embedder._recent_queries.clear()
+        embedder.recent_queries.clear()
+        embedder.recent_query_states.clear()
+        token_match._recent.clear()
 
     def measure(texts: list[str], cached: bool) -> str:
         empty_caches()

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +40,7 @@ from oboyu.models.providers import (
     session_providers,
     started,
 )
+from oboyu.models.recent import Recent
 from oboyu.models.token_states import TOKEN_OUTPUT, token_graph
 
 if TYPE_CHECKING:
@@ -90,9 +89,8 @@ class Embedder:
         self.provider = CPU  # what embeds passages, once its session is made
         self.query_provider = CPU  # what embeds queries (always onnxruntime), once its session is made
         self.notify = notify or logging.getLogger(__name__).warning
-        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._recent_query_states: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._query_lock = threading.Lock()
+        self.recent_queries: Recent[str, np.ndarray] = Recent(RECENT_QUERIES)
+        self.recent_query_states: Recent[str, np.ndarray] = Recent(RECENT_QUERY_STATES)
         self._bulk: Tokenizer | MecabWordPiece | LightTokenizer | None = None  # set by use_bulk_tokenizer
         self.engine, self.engine_reason = ((engine, "the one its index was built with") if engine
                                            else choose_engine_here(self.manifest, provider))
@@ -373,20 +371,16 @@ class Embedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors; recent queries come from memory (typing back and forth, paging)."""
         model_texts = [self.info.query_prefix + prepare(t) for t in texts]
-        with self._query_lock:
-            known = {t: self._recent_queries[t] for t in model_texts if t in self._recent_queries}
-            for t in known:
-                self._recent_queries.move_to_end(t)
+        known = {t: v for t in model_texts if (v := self.recent_queries.get(t)) is not None}
         missing = list(dict.fromkeys(t for t in model_texts if t not in known))
         if len(missing) == 1 and self.has_token_states:
             # a query typed or asked alone: the same run gives its tokens' states, which a query
             # that is not sure of its best result asks for next (`token_match`)
-            self._embed_query_with_states(missing[0])
-            with self._query_lock:
-                known[missing[0]] = self._recent_queries[missing[0]]
+            known[missing[0]] = self._embed_query_with_states(missing[0])[0]
         elif missing:
-            self._remember_queries(dict(zip(missing, self.embed(missing, session=self.onnxruntime_session))))
-            known.update({t: self._recent_queries[t] for t in missing})
+            known.update(zip(missing, self.embed(missing, session=self.onnxruntime_session)))
+            for t in missing:
+                self.recent_queries.put(t, known[t])
         if not model_texts:
             return np.zeros((0, self.info.dimensions), dtype=np.float32)
         return np.stack([known[t] for t in model_texts])
@@ -404,27 +398,17 @@ class Embedder:
         if not self.has_token_states:
             return None
         model_text = self.info.query_prefix + prepare(text)
-        with self._query_lock:
-            states = self._recent_query_states.get(model_text)
-        return states if states is not None else self._embed_query_with_states(model_text)
+        states = self.recent_query_states.get(model_text)
+        return states if states is not None else self._embed_query_with_states(model_text)[1]
 
-    def _embed_query_with_states(self, model_text: str) -> np.ndarray:
+    def _embed_query_with_states(self, model_text: str) -> tuple[np.ndarray, np.ndarray]:
         ids = self.token_ids([model_text])[0]
         feed = {"input_ids": np.array([ids], dtype=np.int64), "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
         session = self.onnxruntime_session
-        vector, states = session.run([session.get_outputs()[0].name, TOKEN_OUTPUT], feed)
-        self._remember_queries({model_text: vector[0]})
-        with self._query_lock:
-            self._recent_query_states[model_text] = states[0]
-            while len(self._recent_query_states) > RECENT_QUERY_STATES:
-                self._recent_query_states.popitem(last=False)
-        return states[0]
-
-    def _remember_queries(self, vectors: dict[str, np.ndarray]) -> None:
-        with self._query_lock:
-            self._recent_queries.update(vectors)
-            while len(self._recent_queries) > RECENT_QUERIES:
-                self._recent_queries.popitem(last=False)
+        vectors, states = session.run([session.get_outputs()[0].name, TOKEN_OUTPUT], feed)
+        self.recent_queries.put(model_text, vectors[0])
+        self.recent_query_states.put(model_text, states[0])
+        return vectors[0], states[0]
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed([self.passage_text(t) for t in texts])

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from oboyu.models.embedding import Embedder, prepare
+from oboyu.models.recent import Recent
 from oboyu.models.token_states import TOKEN_OUTPUT, late_interaction
 
 if TYPE_CHECKING:
@@ -17,8 +16,7 @@ if TYPE_CHECKING:
 # the tokens' states of recent passages: typing a question, its first result stays the same over
 # several keys, and the passage's run is most of a token match's time
 RECENT_PASSAGES = 16
-_recent: OrderedDict[tuple[str, tuple[int, ...]], np.ndarray] = OrderedDict()
-_recent_lock = threading.Lock()
+_recent: Recent[tuple[str, tuple[int, ...]], np.ndarray] = Recent(RECENT_PASSAGES)
 
 
 def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
@@ -47,15 +45,10 @@ def token_match(embedder: Embedder, query: str, passage: str) -> float | None:
 
 def _passage_states(embedder: Embedder, ids: list[int]) -> np.ndarray:
     key = (embedder.info.model_id, tuple(ids))
-    with _recent_lock:
-        if key in _recent:
-            _recent.move_to_end(key)
-            return _recent[key]
-    states = _states(embedder.onnxruntime_session, ids)
-    with _recent_lock:
-        _recent[key] = states
-        while len(_recent) > RECENT_PASSAGES:
-            _recent.popitem(last=False)
+    states = _recent.get(key)
+    if states is None:
+        states = _states(embedder.onnxruntime_session, ids)
+        _recent.put(key, states)
     return states
 
 
