@@ -4,8 +4,10 @@ before its fix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -455,6 +457,15 @@ def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "notes.txt is not an index" in done.stderr and "IO Error" not in done.stderr, done.stderr
     assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "not an index\n"
+    # an SQLite file (the embedding cache is one): DuckDB reached for its extension online
+    with contextlib.closing(sqlite3.connect(tmp_path / "cache.sqlite3")) as con:
+        con.execute("CREATE TABLE t (a)")
+    before = (tmp_path / "cache.sqlite3").read_bytes()
+    for command in (("index", str(tmp_path / "notes")), ("status",)):
+        done = oboyu(oboyu_env, *command, "--db", str(tmp_path / "cache.sqlite3"))
+        assert done.returncode == 2 and "cache.sqlite3 is not an index (an SQLite database)" in done.stderr, done.stderr
+        assert "extension" not in done.stderr.lower(), done.stderr
+    assert (tmp_path / "cache.sqlite3").read_bytes() == before
     if os.path.isdir("/proc/self"):
         done = oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--db", "/proc/self/index.duckdb")
         assert done.returncode == 2 and "that folder takes no new files" in done.stderr, done.stderr

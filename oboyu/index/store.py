@@ -44,6 +44,17 @@ class _NeedsUpgrade(Exception):
     """A read-only open found an older schema."""
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:  # missing (a new index) or unreadable: DuckDB says which
+        return False
+
+
 class Store(RootTable):
     """The index file open; its roots' reads and small writes are `RootTable`'s."""
 
@@ -71,8 +82,13 @@ class Store(RootTable):
             raise
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
+        if _is_sqlite(self.path):  # DuckDB would reach for its SQLite extension (a download) to open it
+            raise OboyuError(f"{self.path} is not an index (an SQLite database); give --db an index, "
+                             "or a new file's path to make one")
         try:
-            config: dict[str, str | bool | int | float | list[str]] = {}
+            # nothing leaves the machine: DuckDB otherwise downloads an extension a file seems to need
+            config: dict[str, str | bool | int | float | list[str]] = {
+                "autoinstall_known_extensions": False, "autoload_known_extensions": False}
             if self.read_only:
                 config["memory_limit"] = READ_MEMORY_LIMIT
             con = duckdb.connect(str(self.path), read_only=self.read_only, config=config)
