@@ -273,10 +273,44 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
         wait_for(lambda: paths_found(db, embedder, "トマト") == {str(notes / "sub" / "tomato.md")})
         (notes / "sub" / "tomato.md").unlink()
         wait_for(lambda: not paths_found(db, embedder, "トマト"))
-        assert any("1 renamed" in line for line in lines), lines
+        assert any("1 renamed" in line for line in lines), "".join(lines)
     wait_for(lambda: lines and lines[-1] == "stopped watching\n", 5)
     with Store(db, read_only=True) as store:
         assert store.integrity_problems() == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_watch_follows_ignore_files_and_folders_that_go_and_come(tmp_path: Path, embedder: Embedder,
+                                                                oboyu_env: dict) -> None:
+    """A user trial: a file just put in .gitignore stayed searchable under --watch; a watched
+    folder deleted and made again was never watched again, and nor was one another `oboyu index`
+    added; an index kept inside the folder indexed its own files."""
+    notes, other = tmp_path / "notes", tmp_path / "other"
+    notes.mkdir()
+    (notes / "secret.md").write_text("# 暗証番号\n\n銀行のカードは 4242。\n", encoding="utf-8")
+    env = dict(run_env(oboyu_env, tmp_path), OBOYU_DB=str(notes / "index.duckdb"))  # inside the folder it indexes
+    db = Path(env["OBOYU_DB"])
+    with watching(env, notes) as lines:
+        assert paths_found(db, embedder, "暗証番号") == {str(notes / "secret.md")}
+        (notes / ".gitignore").write_text("secret.md\n", encoding="utf-8")
+        wait_for(lambda: not paths_found(db, embedder, "暗証番号"))
+        (notes / ".gitignore").unlink()
+        wait_for(lambda: paths_found(db, embedder, "暗証番号") == {str(notes / "secret.md")})
+        other.mkdir()
+        (other / "plan.md").write_text("# 旅行\n\n京都に行く。\n", encoding="utf-8")
+        assert subprocess.run([sys.executable, "-m", "oboyu.cli", "index", str(other), "-q"], env=env).returncode == 0
+        wait_for(lambda: any(line.endswith(f"watching {other}\n") for line in lines))
+        shutil.rmtree(other)
+        wait_for(lambda: any(f"{other} is gone" in line for line in lines))
+        other.mkdir()
+        (other / "back.md").write_text("# 戻った\n\n北海道に行く。\n", encoding="utf-8")
+        wait_for(lambda: paths_found(db, embedder, "北海道") == {str(other / "back.md")})
+        (other / "more.md").write_text("# 追記\n\n沖縄にも行く。\n", encoding="utf-8")
+        wait_for(lambda: paths_found(db, embedder, "沖縄") == {str(other / "more.md")})
+    with Store(db, read_only=True) as store:
+        indexed = {path for path, in store.con.execute("SELECT path FROM documents").fetchall()}
+    assert not any(path.startswith(str(db)) for path in indexed), indexed
+    assert not any("Traceback" in line for line in lines), lines
 
 
 def document_count(db: Path) -> int:

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -259,15 +259,23 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
 def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
     from oboyu.index.watch import watch
 
-    with open_reading(db) as store:
-        roots = [Path(r.path) for r in store.roots() if os.path.exists(r.path)]
-    if not roots:
+    folders = _indexed_folders(db)
+    if not folders():
         raise OboyuError("nothing to watch: no indexed folder exists")
     err = sys.stderr
     indexer.embedder.load(passages=True)  # now, so that the first change is not the one that waits for it
+    said: list[Path] = []
 
-    def on_ready() -> None:
-        err.write(f"watching {len(roots)} folder{'s' if len(roots) != 1 else ''} for changes (Ctrl+C stops)\n")
+    def on_roots(roots: list[Path], gone: list[Path]) -> None:
+        if not said:
+            err.write(f"watching {counted(len(roots), 'folder')} for changes (Ctrl+C stops)\n")
+        for root in gone:
+            err.write(time.strftime("%H:%M:%S ") + f"{visible(str(root))} is gone; watched again once it is back\n")
+        for root in roots:
+            if root not in said:
+                if said:
+                    err.write(time.strftime("%H:%M:%S ") + f"watching {visible(str(root))}\n")
+                said.append(root)
         err.flush()
 
     def on_batch(stats: IndexStats) -> None:
@@ -277,10 +285,37 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
         err.flush()
 
     try:
-        watch(indexer, roots, on_batch, on_ready)
+        watch(indexer, folders, on_batch, on_roots)
     except KeyboardInterrupt:
         pass
     err.write("stopped watching\n")
+
+
+def _indexed_folders(db: Path) -> Callable[[], list[Path]]:
+    """The index's folders (and files indexed by name) that exist now: the list read again when
+    the index changed (another `oboyu index` added one), each one's existence looked at each time."""
+    read: dict[tuple[int, ...], list[Path]] = {}
+
+    def now() -> list[Path]:
+        signature = tuple(_mtime(Path(f"{db}{ending}")) for ending in ("", ".wal"))
+        if signature not in read:
+            try:
+                with open_reading(db) as store:
+                    listed = [Path(r.path) for r in store.roots()]
+            except OboyuError:  # busy a long while: the list as it was
+                listed = next(iter(read.values()), [])
+            read.clear()
+            read[signature] = listed
+        return [path for path in read[signature] if os.path.exists(path)]
+
+    return now
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 @click.command()

@@ -33,7 +33,7 @@ from oboyu.index.embedding_cache import EmbeddingCache, Lookup, look_up
 from oboyu.index.index_file import WritableIndex
 from oboyu.index.isolation import UNEMBEDDABLE, attempt, embedded_alone, write_each_alone_on_refusal
 from oboyu.index.lock import IndexLock
-from oboyu.index.plan import Part, Plan, compare, known_skips, stored_files
+from oboyu.index.plan import OwnFiles, Part, Plan, compare, known_skips, stored_files
 from oboyu.index.preparing import NotReadableHere, Outcome, Prepared, Touched, Unindexable, Vanished, prepare_file
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, StoredFile, chunk_id, embedding_text
 from oboyu.index.reports import IndexProgress, IndexStats, InHand
@@ -191,7 +191,8 @@ class Indexer:
             parts = self._root_parts(store, names, stats)
             stored = stored_files(store, parts)
             known = known_skips(store, parts)
-        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True, known=known)
+        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True, known=known,
+                       own=OwnFiles.of(self.index_path))
         plan.missing_roots = stats.missing_roots
         return plan
 
@@ -223,7 +224,7 @@ class Indexer:
                 embedded, chunks = store.vector_coverage()
                 self._vectors_missing = chunks - embedded  # an interrupted run's, to make in this one
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
-            plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips)
+            plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips, own=OwnFiles.of(self.index_path))
             # a junk folder indexed on its own is not left out: its own root walks it
             plan.skipped = [s for s in plan.skipped if stored_path(s.path) not in recorded]
             self._apply(plan, stats)

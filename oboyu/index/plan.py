@@ -76,17 +76,40 @@ def known_skips(store: Store, parts: list[Part]) -> dict[str, KnownSkip]:
     return known
 
 
+@dataclass(frozen=True)
+class OwnFiles:
+    """oboyu's own files, never indexed wherever a folder holds them: the index, its lock,
+    write-ahead log and search arrays (`index.duckdb.*`), and the cache of models and embeddings
+    (a user trial kept `--db ~/Documents/oboyu.duckdb` and indexed ~/Documents)."""
+
+    index: str
+    prefixes: tuple[str, ...]
+
+    @classmethod
+    def of(cls, index: Path) -> OwnFiles:
+        from oboyu.paths import cache_dir
+
+        path = stored_path(os.path.abspath(index))
+        return cls(path, (path + ".", stored_path(os.path.abspath(cache_dir())) + os.sep))
+
+    def hold(self, path: str) -> bool:
+        return path == self.index or path.startswith(self.prefixes)
+
+
 def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, full: bool = False,
-            hash_changed: bool = False, known: dict[str, KnownSkip] | None = None) -> Plan:
+            hash_changed: bool = False, known: dict[str, KnownSkip] | None = None, own: OwnFiles | None = None) -> Plan:
     """The plan for `parts`: with `full` every file counts as changed; with `hash_changed` a file
     whose stat changed is hashed, and counts as unchanged when its content did not. A file `known`
-    to be unindexable is skipped again while its stat is the same (with `full` it is tried)."""
+    to be unindexable is skipped again while its stat is the same (with `full` it is tried).
+    oboyu's `own` files are passed by, unsaid."""
     known = known or {}
     plan = Plan()
     found: dict[str, FileEntry] = {}  # by path, so overlapping parts list a file once
     skipped: dict[str, Skipped] = {}
     for part in parts:
         for item in crawl_part(Path(part.root.path), part.path, part.root.follow_symlinks, max_bytes):
+            if own is not None and own.hold(stored_path(item.path)):
+                continue
             if isinstance(item, Skipped):
                 if stored_path(item.path) not in skipped and item.reason.startswith(WALK_PROBLEMS):
                     plan.walk_problems.append((stored_path(item.path), part.root.path, item.reason))
