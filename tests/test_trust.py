@@ -469,3 +469,26 @@ def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path
     if os.path.isdir("/proc/self"):
         done = oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--db", "/proc/self/index.duckdb")
         assert done.returncode == 2 and "that folder takes no new files" in done.stderr, done.stderr
+
+
+def test_an_indexed_folder_s_name_given_to_index_is_that_folder(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: `oboyu index docs` away from it (docs as `status` names it) said "indexed",
+    did nothing and exited 0, where any other missing path is an error."""
+    notes, elsewhere = tmp_path / "notes", tmp_path / "elsewhere"
+    notes.mkdir()
+    elsewhere.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n本文。\n", encoding="utf-8")
+    assert oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    (notes / "b.md").write_text("# 追加\n\n新しい本文。\n", encoding="utf-8")
+
+    def index_here(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "oboyu.cli", "index", *args], env=oboyu_env, cwd=elsewhere,
+                              capture_output=True, text=True, timeout=600)
+
+    done = index_here("notes")
+    assert done.returncode == 0 and "1 added" in done.stderr + done.stdout, done.stderr
+    assert index_here("nothere").returncode == 2
+    notes.rename(tmp_path / "moved")  # an unmounted drive: its name asks for no removal
+    done = index_here("notes")
+    assert done.returncode == 2 and "oboyu remove notes" in done.stderr, done.stderr
+    assert "notes" in oboyu(oboyu_env, "status").stdout

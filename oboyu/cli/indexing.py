@@ -66,7 +66,7 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
     if watch and cluster:
         raise click.UsageError("--watch keeps the index current from this machine: drop --cluster")
     path = db_path(db)
-    _check_paths(path, paths)
+    paths = _check_paths(path, paths)
     if not paths and not path.exists():
         raise click.UsageError("no folders are indexed yet: give a PATH")
     started = time.perf_counter()
@@ -138,10 +138,13 @@ def describe(name: str, text: str, db: Path | None) -> None:
         click.echo(visible(f"cleared the description of {root.name} ({root.path})"), err=True)
 
 
-def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
-    """A path that is gone is fine when it was indexed: its rows go. A name that is not UTF-8 is
-    indexed inside a folder, but cannot name a folder of its own (roots are kept by name). A
-    device or FIFO named is refused: it became a root of no files."""
+def _check_paths(db: Path, paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The paths to index: a path that is gone is fine when it was indexed (its rows go), and one
+    that is no path here but an indexed folder's name (as `status` lists it) is that folder, as
+    for `reindex` (a user trial's `oboyu index docs` from elsewhere said "indexed", did nothing
+    and exited 0). A name that is not UTF-8 is indexed inside a folder, but cannot name a folder
+    of its own (roots are kept by name). A device or FIFO named is refused: it became a root of
+    no files."""
     odd = [p for p in paths if SURROGATE.search(str(p))]
     if odd:
         with contextlib.ExitStack() as opened:
@@ -159,12 +162,23 @@ def _check_paths(db: Path, paths: tuple[Path, ...]) -> None:
         raise OboyuError(f"{visible(str(unreadable[0]))}: permission denied; check its permissions")
     missing = [p for p in paths if not p.exists()]
     if not missing:
-        return
+        return paths
+    named: dict[Path, Path] = {}
     if db.exists():
         with open_reading(db) as store:
-            missing = [p for p in missing if not store.files_under(os.path.abspath(p)) and store.root_named(str(p)) is None]
+            for p in missing:
+                root = store.root_named(str(p))
+                if store.files_under(os.path.abspath(p)) or (root is not None and root.path == os.path.abspath(p)):
+                    named[p] = p  # indexed, and gone from disk: its rows go
+                elif root is not None and os.path.exists(root.path):
+                    named[p] = Path(root.path)  # an indexed folder's name
+                elif root is not None:  # a name is no request to drop a folder an unmounted drive holds
+                    raise OboyuError(f"{visible(str(p))}: the indexed folder of that name ({visible(root.path)}) is "
+                                     f"missing; `oboyu remove {visible(str(p))}` drops it")
+        missing = [p for p in missing if p not in named]
     if missing:
         raise OboyuError(f"{visible(str(missing[0]))}: {_why_missing(missing[0])}")
+    return tuple(named.get(p, p) for p in paths)
 
 
 def _why_missing(path: Path) -> str:
