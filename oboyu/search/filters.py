@@ -137,7 +137,7 @@ def make_filters(
     unknown = [t for t in types if not _known_type(t)]
     if unknown:
         raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
-                         f"or a kind: {', '.join(KINDS)}")
+                         f"or a kind: {', '.join(sorted({*KINDS, *KIND_ALIASES}))}")
     for pattern in paths:
         problem = pattern_problem(pattern.removeprefix("!"))
         if problem is None and len(re.findall(r"\*+", pattern)) > MAX_PATTERN_WILDCARDS:
