@@ -287,11 +287,14 @@ def test_the_skipped_files_are_counted_by_reason(tmp_path: Path, oboyu_env: dict
     (notes / "b.xyz").write_text("?", encoding="utf-8")
     (notes / "c.xyz").write_text("?", encoding="utf-8")
     (notes / "d.docx").write_bytes(b"PK\x03\x04 not a zip")
+    (notes / "e.npy").write_bytes(b"\x93NUMPY\x01\x00v\x00\x00\x00\x00")
     done = oboyu(oboyu_env, "index", str(notes))
     assert done.returncode == 0, done.stderr
-    assert "skipped: unsupported file type (2); corrupt .docx file" in done.stderr, done.stderr
-    # a trial's .log files: the way to read them is said where they are skipped
+    assert "skipped: unsupported file type (3); corrupt .docx file" in done.stderr, done.stderr
+    # a trial's .log files: the way to read them is said where they are skipped; not for a
+    # binary file's extension (a trial's .zip and .npy were offered as text)
     assert 'to read .xyz files as text: a line such as `".xyz" = "text"` under [file_types]' in done.stderr
+    assert ".npy" not in done.stderr
 
 
 def test_a_folder_the_user_names_is_indexed_and_never_vanishes(tmp_path: Path, oboyu_env: dict) -> None:

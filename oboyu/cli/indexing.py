@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
 from oboyu.documents.crawl import Hidden, JunkFolder
-from oboyu.documents.filetypes import UNSUPPORTED
+from oboyu.documents.filetypes import SNIFF_BYTES, UNSUPPORTED, looks_like_text
 from oboyu.errors import OboyuError
 from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile
@@ -261,13 +261,22 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
             summary = "; ".join(f"{reason} ({n:,})" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
             err.write(visible(f"  skipped: {summary} (-v lists them)") + "\n")
+        # an extension whose files read as text (a trial's .zip and .npy were offered as text too)
         unsupported = sorted({item.path.suffix.lower() for item in stats.skipped
-                              if item.reason == UNSUPPORTED and item.path.suffix})
+                              if item.reason == UNSUPPORTED and item.path.suffix and _reads_as_text(item.path)})
         if unsupported:  # a trial's .log files: the way to read them was in the guide only
             names = ", ".join(unsupported[:3]) + (", ..." if len(unsupported) > 3 else "")
             err.write(visible(f"  to read {names} files as text: a line such as `\"{unsupported[0]}\" = \"text\"` under "
                               "[file_types] in the settings file (`oboyu config` names it)") + "\n")
     err.flush()
+
+
+def _reads_as_text(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return looks_like_text(file.read(SNIFF_BYTES))
+    except OSError:
+        return False
 
 
 def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
