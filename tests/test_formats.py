@@ -38,6 +38,28 @@ def test_docx_headings_tables_comments_and_ruby() -> None:
     assert "漢字の読み方" in ruby and "かんじ" not in ruby  # the base text stays, the reading goes
 
 
+def test_docx_headers_and_footers_are_read_once_after_the_body() -> None:
+    """A user trial's header ("project Nightingale") and footer were found nowhere."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("社員旅行は川沿いの公園で行う。")
+    document.sections[0].header.paragraphs[0].text = "社外秘 プロジェクト・ナイチンゲール"
+    document.sections[0].footer.paragraphs[0].text = "総務部 作成"
+    document.add_section()  # a second section linked to the first: the same header, said once
+    document.sections[1].header.is_linked_to_previous = False
+    document.sections[1].header.paragraphs[0].text = "社外秘 プロジェクト・ナイチンゲール"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    extracted, _ = extract_file(buffer.getvalue(), "docx", "outing.docx")
+    text = extracted.text
+    assert text.index("社員旅行") < text.index("[header] 社外秘 プロジェクト・ナイチンゲール") < text.index("[footer] 総務部 作成")
+    assert text.count("ナイチンゲール") == 1
+    body, margins = text.index("社員旅行"), text.index("[header]")
+    assert extracted.parts_between(body, body + 3) == (1, 1)  # the body's paragraphs keep their numbers
+    assert extracted.parts_between(margins, margins + 3)[0] > 1
+
+
 def test_xlsx_rows_as_header_value_pairs_with_sheet_headings_and_rows() -> None:
     data = make.xlsx_bytes({"売上": [["店舗", "売上高", "日付"], ["渋谷店", 120000, "2025-04-01"], ["新宿店", 98000.5, None]],
                             "メモ": [["来月は棚卸しを行う"]]})

@@ -84,7 +84,30 @@ def extract_docx(data: bytes) -> Extracted:
             kind, number = local_name(ref).removesuffix("Reference"), ref.get(f"{W}id")
             label = "[comment]" if kind == "comment" else f"[^{number}]"
             out.paragraph(f"{label} {notes.get((kind, number), '')}")
+    margins = _docx_margins(archive)
+    if margins:  # after the body, so that its paragraphs keep their numbers
+        out.part(paragraphs + 1)
+        for text in margins:
+            out.paragraph(text)
     return out.build()
+
+
+def _docx_margins(archive: zipfile.ZipFile) -> list[str]:
+    """The headers' and footers' text, each once (a section's first-page, even and default ones
+    often say the same), marked as such: a title, a project's name or a classification is often
+    there alone (a user trial's "Confidential: project Nightingale" was found nowhere)."""
+    texts: list[str] = []
+    for kind in ("header", "footer"):
+        members = sorted(name for name in archive.namelist() if re.fullmatch(rf"word/{kind}\d*\.xml", name))
+        for member in members:
+            data = read_member(archive, member, ".docx")
+            if not data:
+                continue
+            for block in _docx_blocks(parse_xml(data, ".docx")):
+                text = " ".join(_docx_text(block).split())
+                if text and not text.isdigit() and f"[{kind}] {text}" not in texts:  # a page number alone says nothing
+                    texts.append(f"[{kind}] {text}")
+    return texts
 
 
 def _docx_blocks(parent: etree._Element):
