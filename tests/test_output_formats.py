@@ -265,6 +265,10 @@ def test_across_languages_scores_read_as_untold_where_people_read_them() -> None
     rows = list(csv.reader(io.StringIO(sheet.getvalue())))
     assert [(row[1], row[-1]) for row in rows] == [("score", "across_languages"), ("0.024", "true"), ("0.012", "true"),
                                                   ("0.5", "false")]
+    shown = io.StringIO()  # a script reading `likely` is not told yes (a user trial): null, cannot be told
+    write_results(across + [made_result(3, 0.5, True)], "json", out=shown, env={})
+    assert [(r["likely"], r["across_languages"]) for r in json.loads(shown.getvalue())] == \
+        [(None, True), (None, True), (True, False)]
     plain = io.StringIO()
     write_results([made_result(1, 0.024, True)], "text", out=plain, env={})
     assert " 1. 0.024  /notes/1.md:1-2" in plain.getvalue()

@@ -128,7 +128,7 @@ class OboyuTools:
         hits = [
             {"path": r.path, "start_line": r.start_line, "end_line": r.end_line, "heading": r.heading,
              "location": r.part or None, "snippet": r.snippet, "confidence": r.confidence, "weak": r.weak,
-             "likely": r.likely, "across_languages": r.across_languages, "folder": r.folder,
+             "likely": None if r.across_languages else r.likely, "across_languages": r.across_languages, "folder": r.folder,
              "folder_description": r.folder_description}
             for r in results
         ]

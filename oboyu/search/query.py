@@ -124,9 +124,13 @@ class Result:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
     def to_json(self) -> dict:
-        """The result as `--json` and MCP give it; the keys `score` and `fused` predate the
-        attributes' names and stay, as scripts read them."""
-        return {JSON_KEYS.get(key, key): value for key, value in asdict(self).items()}
+        """The result as `--json` gives it; the keys `score` and `fused` predate the attributes'
+        names and stay, as scripts read them. `likely` is null where it cannot be told (across
+        languages: a user trial's script read `likely: true` beside a score of 0 as sure)."""
+        shown = {JSON_KEYS.get(key, key): value for key, value in asdict(self).items()}
+        if self.across_languages:
+            shown["likely"] = None
+        return shown
 
 
 def has_words(query: str) -> bool:
