@@ -8,22 +8,24 @@ cold start takes (loading the model, reading the index). Anything the warm proce
 (an error, an option it cannot honour, no process at all) runs here as usual, so the output never
 depends on whether a server was running.
 
-This module is imported before anything else and must stay light: the standard library only,
-no click, no NumPy, no onnxruntime. `OBOYU_NO_HANDOFF=1` turns it off.
+This module is imported before anything else and must stay light: only what Python's start has
+loaded or costs nothing (sockets.py says why), no click, no NumPy, no onnxruntime.
+`OBOYU_NO_HANDOFF=1` turns it off.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import sys
-from pathlib import Path
-from typing import TextIO
 
 from oboyu.cli.interrupts import leave_closed_pipe, leave_now
-from oboyu.cli.sockets import receive_all, socket_path
+from oboyu.cli.sockets import json_text, read_reply_head, receive_all, socket_address
+
+TYPE_CHECKING = False  # typing's own costs an import
+if TYPE_CHECKING:
+    from typing import TextIO
 
 CONNECT_SECONDS = 0.5  # a server that does not accept in this time is not used
 ANSWER_SECONDS = 300.0  # a query may wait while an indexer writes, as a local one would
@@ -54,12 +56,14 @@ def handed_off(args: list[str]) -> int | None:
         return None
     if any(arg in NOT_HANDED for arg in args[1:]):
         return None
-    address = socket_path(index_of(args[1:]))
-    if address is None or not address.exists():
+    index = os.path.realpath(os.path.expanduser(index_of(args[1:])))
+    address = socket_address(index)
+    if address is None or not os.path.exists(address):
         return None
     request = {
         "argv": args[1:],
         "cwd": os.getcwd(),
+        "index": index,
         "env": {name: os.environ[name] for name in (*TERMINAL_VARIABLES, "OBOYU_CONFIG") if name in os.environ},
         "stdout_tty": sys.stdout.isatty(),
         "stderr_tty": sys.stderr.isatty(),
@@ -67,28 +71,28 @@ def handed_off(args: list[str]) -> int | None:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(CONNECT_SECONDS)
-            connection.connect(str(address))
+            connection.connect(address)
             connection.settimeout(ANSWER_SECONDS)
-            connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
+            connection.sendall(json_text(request).encode("ascii") + b"\n")
             connection.shutdown(socket.SHUT_WR)
             reply = receive_all(connection)
         head, _, body = reply.partition(b"\n")
-        answer = json.loads(head)
-        if not isinstance(answer, dict) or not answer.get("handled"):
+        answer = read_reply_head(head)
+        if answer is None:
             return None
-        stdout_bytes = int(answer["stdout_bytes"])
-        if len(body) != stdout_bytes + int(answer["stderr_bytes"]):
+        code, stdout_bytes, stderr_bytes, order = answer
+        if len(body) != stdout_bytes + stderr_bytes:
             return None  # cut short
-    except (OSError, ValueError, KeyError, TypeError):  # gone, refused, timed out, garbled: answer here
+    except (OSError, ValueError):  # gone, refused, timed out, garbled: answer here
         return None
     try:
-        for stream, written in in_order(body, stdout_bytes, answer.get("order")):
+        for stream, written in in_order(body, stdout_bytes, order):
             stream.flush()
             stream.buffer.write(written)
             stream.buffer.flush()
     except BrokenPipeError:  # the reader went away (`| head -1`)
         return leave_closed_pipe()
-    return int(answer.get("code", 0))
+    return code
 
 
 def in_order(body: bytes, stdout_bytes: int, order: object) -> list[tuple[TextIO, bytes]]:
@@ -111,13 +115,26 @@ def in_order(body: bytes, stdout_bytes: int, order: object) -> list[tuple[TextIO
     return [(sys.stdout, body[:stdout_bytes]), (sys.stderr, body[stdout_bytes:])]
 
 
-def index_of(args: list[str]) -> Path:
+def index_of(args: list[str]) -> str:
     """The index file a query's arguments name (--db), else $OBOYU_DB, else the default."""
     for i, arg in enumerate(args):
         if arg == "--db" and i + 1 < len(args):
-            return Path(args[i + 1])
+            return args[i + 1]
         if arg.startswith("--db="):
-            return Path(arg.removeprefix("--db="))
-    from oboyu.paths import default_db_path
+            return arg.removeprefix("--db=")
+    return os.environ.get("OBOYU_DB") or default_index()
 
-    return default_db_path()
+
+def default_index() -> str:
+    """`paths.default_db_path()` without platformdirs, whose import (13 ms) would be a quarter of
+    a handed-off query's time, where its rule is plain: Linux and macOS. Elsewhere, or where this
+    should ever differ from it, the query finds no socket and runs here."""
+    if sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    elif sys.platform.startswith("linux"):
+        base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser("~/.local/share")
+    else:
+        from oboyu.paths import default_db_path
+
+        return str(default_db_path())
+    return os.path.join(base, "oboyu", "index.duckdb")

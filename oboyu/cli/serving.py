@@ -7,9 +7,9 @@ output written for the asking terminal. What this process cannot answer as the c
 and the query runs in its own process.
 
 One request a connection on a Unix socket only this user can reach (sockets.socket_path): a JSON
-line asks; a JSON line, then the bytes written to stdout and to stderr, answers; the line's
-`order` says how the two were interleaved, so that a notice printed before the results comes
-before them. Requests are answered one at a time. Like `oboyu query --stdin`, the index is read
+line asks; a line of numbers (sockets.reply_head), then the bytes written to stdout and to stderr,
+answers; its runs say how the two were interleaved, so that a notice printed before the results
+comes before them. Requests are answered one at a time. Like `oboyu query --stdin`, the index is read
 through short-lived connections, so `oboyu index` can write it meanwhile."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import click
 
 from oboyu.cli.common import db_option, db_path, open_reading
 from oboyu.cli.searching import Asked, answer_warm, query
-from oboyu.cli.sockets import receive_all, socket_path
+from oboyu.cli.sockets import DECLINED, receive_all, reply_head, socket_path
 from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.paths import config_file
@@ -130,12 +130,10 @@ class QueryServer:
                 with self._answering:
                     answer = self._answer_safely(request) if isinstance(request, dict) else None
                 if answer is None:
-                    connection.sendall(b'{"handled": false}\n')
+                    connection.sendall(DECLINED + b"\n")
                     return
                 code, stdout, stderr, order = answer
-                head = {"handled": True, "code": code, "stdout_bytes": len(stdout), "stderr_bytes": len(stderr),
-                        "order": order}
-                connection.sendall(json.dumps(head).encode("utf-8") + b"\n" + stdout + stderr)
+                connection.sendall(reply_head(code, len(stdout), len(stderr), order) + stdout + stderr)
             except (OSError, ValueError):
                 pass  # the asker went away, or sent no request: nothing to answer
 
@@ -157,6 +155,8 @@ class QueryServer:
         argv, cwd = request.get("argv"), request.get("cwd")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not isinstance(cwd, str):
             return None
+        if request.get("index") != os.path.realpath(self.live.db_path):
+            return None  # another index whose socket's name is the same (two checksums of its path)
         if env.get("OBOYU_CONFIG") != os.environ.get("OBOYU_CONFIG"):
             return None  # another settings file: its defaults are read there
         self._reread_changed_settings()
