@@ -157,6 +157,20 @@ def test_one_folder_a_generation_made_again_when_stale_or_damaged(crowded: tuple
     assert sorted(p.name for p in base.iterdir()) == sorted([again.generation, mine.name])
 
 
+def test_a_second_process_making_the_same_generation_leaves_the_first_one_s(crowded: tuple[Store, np.ndarray]) -> None:
+    """Two processes opened a new index at once (the app and `oboyu serve`, a trial): the second to
+    finish removed the first's folder to put its own there, and the first, opening it meanwhile,
+    stopped with "cannot be read; remove that folder"."""
+    from oboyu.index import arrays_cache
+
+    store, _ = crowded
+    first = arrays_of(store)
+    inode = (first.folder / "vectors.npy").stat().st_ino
+    assert arrays_cache._make(store, homes(store.path)[0]) == first.generation  # as the slower process makes it
+    assert (first.folder / "vectors.npy").stat().st_ino == inode  # the first's files stay where they are
+    assert [p.name for p in homes(store.path)[0].iterdir()] == [first.generation]  # its own building folder gone
+
+
 def test_an_index_being_embedded_ranks_only_its_vectors(tmp_path: Path) -> None:
     """Rows whose vector the meaning pass has not made yet (NaN in the store) are left out of
     the vector legs and of the cosine spread."""

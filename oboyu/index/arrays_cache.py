@@ -57,10 +57,14 @@ def _make(store: Store, base: Path) -> str:
         old = _older(base)
         generation = (update_arrays(store, old, building) if old is not None else None) or build_arrays(store, building)
         target = base / generation
+        made = open_arrays(target)
+        if made is not None and made.generation == generation:  # another process finished it first
+            shutil.rmtree(building, ignore_errors=True)  # (removing theirs failed a second process's read: a trial)
+            return generation
         shutil.rmtree(target, ignore_errors=True)  # a damaged one: made again
         try:
             building.rename(target)
-        except OSError:  # another process finished the same generation first
+        except OSError:  # another process finished the same generation meanwhile
             shutil.rmtree(building, ignore_errors=True)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
