@@ -472,6 +472,9 @@ def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path
     if os.path.isdir("/proc/self"):
         done = oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--db", "/proc/self/index.duckdb")
         assert done.returncode == 2 and "that folder takes no new files" in done.stderr, done.stderr
+        # a cache that cannot be made names the setting that moves it (a trial's read-only one did not)
+        done = oboyu({**oboyu_env, "OBOYU_CACHE_DIR": "/proc/self/oboyu-cache"}, "index", str(tmp_path / "notes"))
+        assert done.returncode == 2 and "OBOYU_CACHE_DIR sets another folder" in done.stderr, done.stderr
 
 
 def test_an_indexed_folder_s_name_given_to_index_is_that_folder(tmp_path: Path, oboyu_env: dict) -> None:

@@ -186,6 +186,8 @@ def main() -> None:
                 errno.ENOTDIR: "; a part of the path is a file, not a folder"}.get(exc.errno or 0, "")
         if exc.errno == errno.ENOENT and exc.filename and os.path.isdir(os.path.dirname(os.fspath(exc.filename)) or "."):
             hint = "; that folder takes no new files: choose another place"  # /proc, /sys: the folder is there
+        if hint and exc.filename:
+            hint += _setting_for(os.fspath(exc.filename))
         click.echo(visible(f"oboyu: error: {exc.strerror or exc}{where}{hint}"), err=True)
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the last line of defence: one line, never a traceback
@@ -195,6 +197,19 @@ def main() -> None:
             traceback.print_exc()
         click.echo(visible(f"oboyu: unexpected error: {type(exc).__name__}: {exc} (--debug shows the traceback)"), err=True)
         sys.exit(EXIT_ERROR)
+
+
+def _setting_for(path: str | bytes) -> str:
+    """Which setting chooses the place a failed write was in (a trial's read-only cache folder
+    read "choose a writable place", naming no way to)."""
+    from oboyu.paths import cache_dir, is_within, state_dir
+
+    path = os.path.abspath(os.fsdecode(path))
+    for folder, what, variable in ((cache_dir(), "oboyu's cache of models and embeddings", "OBOYU_CACHE_DIR"),
+                                   (state_dir(), "what the app remembers", "OBOYU_STATE_DIR")):
+        if is_within(path, os.path.abspath(folder)):
+            return f" ({what}: {variable} sets another folder)"
+    return ""
 
 
 if __name__ == "__main__":

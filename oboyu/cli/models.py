@@ -15,7 +15,10 @@ from oboyu.errors import OboyuError
 def models() -> None:
     """Embedding models: the curated catalogue, what is installed, and conversion to INT8 ONNX.
 
-    `pull` and `convert` need the conversion extra: pip install torch==2.13.0 'oboyu[convert]'."""
+    `pull` and `convert` need the conversion extra in oboyu's own environment: in a virtual
+    environment, pip install torch==2.13.0 'oboyu[convert]'; installed as a tool, uv tool install
+    'oboyu[convert]' --with torch==2.13.0, or pipx inject oboyu torch==2.13.0 transformers
+    huggingface_hub safetensors."""
 
 
 @models.command("list")

@@ -26,8 +26,9 @@ def _torch():
         import torch
         import transformers
     except ImportError as exc:
-        raise OboyuError("converting a model needs PyTorch and transformers: pip install torch==2.13.0 "
-                         "'oboyu[convert]' (torch first: a bare torch pulls CUDA packages)") from exc
+        raise OboyuError("converting a model needs PyTorch and transformers in oboyu's environment: pip install "
+                         "torch==2.13.0 'oboyu[convert]' (torch first: a bare torch pulls CUDA packages); installed "
+                         "as a tool: uv tool install 'oboyu[convert]' --with torch==2.13.0") from exc
     transformers.logging.set_verbosity_error()
     return torch, transformers
 
