@@ -272,6 +272,19 @@ def test_a_file_skipped_or_left_out_says_why_it_has_no_text(tmp_path: Path, oboy
         assert done.returncode == 2 and says in done.stderr and "adds one" not in done.stderr, done.stderr
 
 
+def test_a_file_whose_folder_moved_says_what_to_do(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial moved an indexed folder: `get` of a result said only "No such file or directory"."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n本文。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    chunk = json.loads(run_oboyu(oboyu_env, "query", "メモ", "--json", "--mode", "keyword").stdout)[0]["chunk_id"]
+    notes.rename(tmp_path / "moved")
+    done = run_oboyu(oboyu_env, "get", chunk)
+    assert done.returncode == 2 and f"its folder {notes} is missing" in done.stderr, done.stderr
+    assert f"`oboyu remove {notes}` drops" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows names hold no newline")
 def test_a_name_with_a_newline_is_got_by_a_glob_and_as_printed(tmp_path: Path, oboyu_env: dict) -> None:
     """A user trial: `get 'folder/**'` left out `new\nline.md`, and its name as `query` printed it

@@ -4,6 +4,7 @@ numbered as results number it, with the heading paths and pages the index knows.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 
 from oboyu.cli.common import EXIT_ERROR, EXIT_NO_RESULTS, db_option, db_path, open_reading
 from oboyu.cli.output import colour, file_url, hyperlinks, link
+from oboyu.paths import disk_path
 from oboyu.retrieve import NOT_INDEXED, Excerpt, LeftOut, Unreadable, find, read
 from oboyu.text import json_safe, visible
 
@@ -46,7 +48,8 @@ def get(targets: tuple[str, ...], db: Path | None, max_lines: int | None, max_by
         found = find(store, list(targets))
     errors = list(found.errors)
     items = list(read(found.targets, max_bytes, max_lines))
-    errors += [(item.target.request.argument, item.error) for item in items if isinstance(item, Unreadable)]
+    errors += [(item.target.request.argument, item.error + _gone_folder(item.target.root))
+               for item in items if isinstance(item, Unreadable)]
     shown = [item for item in items if not isinstance(item, Unreadable)]
     if as_json:
         sys.stdout.write(json_safe(json.dumps([_json(item) for item in shown], ensure_ascii=False, indent=2)) + "\n")
@@ -70,6 +73,15 @@ def get(targets: tuple[str, ...], db: Path | None, max_lines: int | None, max_by
         raise SystemExit(EXIT_ERROR)
     if found.unmatched:
         raise SystemExit(EXIT_NO_RESULTS)
+
+
+def _gone_folder(root: str) -> str:
+    """What to do when the file's indexed folder is gone (a trial moved one: `get` said only "No
+    such file or directory")."""
+    if os.path.lexists(disk_path(root)):
+        return ""
+    return (f"; its folder {root} is missing (moved, or on a drive not mounted): `oboyu index NEWPATH` indexes it "
+            f"where it is now, `oboyu remove {root}` drops what the index holds of it")
 
 
 def _what_was_shown(item: Excerpt, max_bytes: int) -> str:
