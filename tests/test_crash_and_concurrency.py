@@ -307,6 +307,13 @@ def test_watch_follows_ignore_files_and_folders_that_go_and_come(tmp_path: Path,
         wait_for(lambda: paths_found(db, embedder, "北海道") == {str(other / "back.md")})
         (other / "more.md").write_text("# 追記\n\n沖縄にも行く。\n", encoding="utf-8")
         wait_for(lambda: paths_found(db, embedder, "沖縄") == {str(other / "more.md")})
+        shutil.rmtree(other)  # made again at once, between two looks: the same path, another folder
+        other.mkdir()
+        (other / "quick.md").write_text("# 急ぎ\n\n札幌に行く。\n", encoding="utf-8")
+        wait_for(lambda: paths_found(db, embedder, "札幌") == {str(other / "quick.md")})
+        time.sleep(2)
+        (other / "later.md").write_text("# 後で\n\n仙台に行く。\n", encoding="utf-8")
+        wait_for(lambda: paths_found(db, embedder, "仙台") == {str(other / "later.md")})
     with Store(db, read_only=True) as store:
         indexed = {path for path, in store.con.execute("SELECT path FROM documents").fetchall()}
     assert not any(path.startswith(str(db)) for path in indexed), indexed

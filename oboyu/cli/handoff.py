@@ -64,6 +64,7 @@ def handed_off(args: list[str]) -> int | None:
         "argv": args[1:],
         "cwd": os.getcwd(),
         "index": index,
+        "default": not any(arg == "--db" or arg.startswith("--db=") for arg in args[1:]) and not os.environ.get("OBOYU_DB"),
         "env": {name: os.environ[name] for name in (*TERMINAL_VARIABLES, "OBOYU_CONFIG") if name in os.environ},
         "stdout_tty": sys.stdout.isatty(),
         "stderr_tty": sys.stderr.isatty(),
@@ -127,14 +128,14 @@ def index_of(args: list[str]) -> str:
 
 def default_index() -> str:
     """`paths.default_db_path()` without platformdirs, whose import (13 ms) would be a quarter of
-    a handed-off query's time, where its rule is plain: Linux and macOS. Elsewhere, or where this
-    should ever differ from it, the query finds no socket and runs here."""
-    if sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    elif sys.platform.startswith("linux"):
-        base = os.environ.get("XDG_DATA_HOME", "").strip() or os.path.expanduser("~/.local/share")
-    else:
-        from oboyu.paths import default_db_path
+    a handed-off query's time, in the plain case: Linux or macOS, an absolute HOME, no
+    XDG_DATA_HOME. Elsewhere platformdirs says (its rules for the rest are many); the server
+    declines a query whose default index is not its own."""
+    home, plain = os.environ.get("HOME", ""), "XDG_DATA_HOME" not in os.environ
+    if plain and home.startswith("/") and sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", "oboyu", "index.duckdb")
+    if plain and home.startswith("/") and sys.platform.startswith("linux"):
+        return os.path.join(home, ".local", "share", "oboyu", "index.duckdb")
+    from oboyu.paths import default_db_path
 
-        return str(default_db_path())
-    return os.path.join(base, "oboyu", "index.duckdb")
+    return str(default_db_path())

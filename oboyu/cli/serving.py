@@ -32,7 +32,7 @@ from oboyu.cli.searching import Asked, answer_warm, query
 from oboyu.cli.sockets import DECLINED, receive_all, reply_head, socket_path
 from oboyu.config import settings
 from oboyu.errors import OboyuError
-from oboyu.paths import config_file
+from oboyu.paths import config_file, default_db_path
 from oboyu.search.live import LiveIndex
 from oboyu.text import visible
 
@@ -157,6 +157,8 @@ class QueryServer:
             return None
         if request.get("index") != os.path.realpath(self.live.db_path):
             return None  # another index whose socket's name is the same (two checksums of its path)
+        if request.get("default") and os.path.realpath(default_db_path()) != request["index"]:
+            return None  # the asker's default index is not this one's: its environment says another
         if env.get("OBOYU_CONFIG") != os.environ.get("OBOYU_CONFIG"):
             return None  # another settings file: its defaults are read there
         self._reread_changed_settings()

@@ -11,6 +11,7 @@ again, and brought up to date, once it is back."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,7 @@ def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Calla
             now_watching(roots)
             stop.wait(READY_MS / 1000)
             continue
+        seen = identities(roots)
         first = True
         # yield_on_timeout: the first (possibly empty) yield says the OS watches are in place
         for changes in changes_of(*roots, debounce=DEBOUNCE_MS, step=QUIET_MS, stop_event=stop, rust_timeout=READY_MS,
@@ -58,11 +60,26 @@ def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Calla
                 first = False
                 now_watching(roots)
                 on_batch(indexer.update_paths(roots))
-            paths = changed_paths({Path(path) for _, path in changes}, roots, own)
+            named = {Path(path) for _, path in changes}
+            paths = changed_paths(named, roots, own)
             if paths:
                 on_batch(indexer.update_paths(paths))
-            if roots_now() != roots:
-                break  # watch the folders as they are now
+            if named & set(roots) or roots_now() != roots or identities(roots) != seen:
+                break  # watch the folders as they are now: one deleted (and made again), or mounted, is another
+
+
+def identities(roots: list[Path]) -> list[tuple[int, int] | None]:
+    """Each folder's device and inode: a drive unmounted or mounted at a watched mount point keeps
+    its path, and the OS's watch is on the old folder. (A folder deleted and made again may get
+    its old inode back: the event that names the folder itself says so.)"""
+    found: list[tuple[int, int] | None] = []
+    for root in roots:
+        try:
+            status = os.stat(root)
+            found.append((status.st_dev, status.st_ino))
+        except OSError:
+            found.append(None)
+    return found
 
 
 def changed_paths(paths: set[Path], roots: list[Path], own: OwnFiles) -> set[Path]:
