@@ -197,3 +197,18 @@ def test_a_large_run_tokenizes_fast_and_lets_the_fast_tokenizer_go(tmp_path: Pat
     Indexer(IndexFile(tmp_path / "index.duckdb"), embedder, on_progress=lambda step: seen.append(embedder._bulk is not None)).index([tmp_path / "notes"])
     assert any(seen), "the run tokenized with the fast tokenizer"
     assert embedder._bulk is None and "bulk_tokenizer" not in embedder.__dict__
+
+
+def test_the_index_s_own_files_are_known_through_a_symlink_to_their_folder(tmp_path: Path) -> None:
+    """A review: `--db link/index.duckdb` where link leads to the indexed folder indexed the
+    index's arrays, as the paths differed."""
+    from oboyu.index.plan import OwnFiles
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    own = OwnFiles.of(tmp_path / "link" / "index.duckdb")
+    for name in ("index.duckdb", "index.duckdb.wal", "index.duckdb.arrays/ab12/meta.json"):
+        assert own.hold(str(real / name)) and own.hold(str(tmp_path / "link" / name)), name
+    for name in ("notes.md", "index.duckdb-notes.md", "old/index.duckdb"):
+        assert not own.hold(str(real / name)), name

@@ -261,9 +261,7 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
                 reasons[item.reason] = reasons.get(item.reason, 0) + 1
             summary = "; ".join(f"{reason} ({n:,})" for reason, n in sorted(reasons.items(), key=lambda r: -r[1]))
             err.write(visible(f"  skipped: {summary} (-v lists them)") + "\n")
-        # an extension whose files read as text (a trial's .zip and .npy were offered as text too)
-        unsupported = sorted({item.path.suffix.lower() for item in stats.skipped
-                              if item.reason == UNSUPPORTED and item.path.suffix and _reads_as_text(item.path)})
+        unsupported = _text_suffixes([item.path for item in stats.skipped if item.reason == UNSUPPORTED])
         if unsupported:  # a trial's .log files: the way to read them was in the guide only
             names = ", ".join(unsupported[:3]) + (", ..." if len(unsupported) > 3 else "")
             err.write(visible(f"  to read {names} files as text: a line such as `\"{unsupported[0]}\" = \"text\"` under "
@@ -271,12 +269,33 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
     err.flush()
 
 
-def _reads_as_text(path: Path) -> bool:
-    try:
-        with open(path, "rb") as file:
-            return looks_like_text(file.read(SNIFF_BYTES))
-    except OSError:
-        return False
+def _text_suffixes(paths: list[Path]) -> list[str]:
+    """The extensions among these files' whose files read as text (a trial's .zip and .npy were
+    offered as text too): one file of each looked at, none of a kind that is no text by name (a
+    photo folder's thousands, which a cloud drive may fetch to be read)."""
+    import mimetypes
+
+    first: dict[str, Path] = {}
+    for path in paths:
+        suffix = path.suffix.lower()
+        if suffix and suffix not in first:
+            first[suffix] = path
+    found = []
+    for suffix, path in sorted(first.items()):
+        kind = mimetypes.guess_type("x" + suffix)[0] or ""
+        if kind.startswith(("image/", "audio/", "video/", "font/")) or kind in BINARY_KINDS:
+            continue
+        try:
+            with open(path, "rb") as file:
+                if looks_like_text(file.read(SNIFF_BYTES)):
+                    found.append(suffix)
+        except OSError:
+            continue
+    return found
+
+
+BINARY_KINDS = {"application/zip", "application/gzip", "application/x-tar", "application/octet-stream",
+                "application/x-7z-compressed", "application/vnd.rar", "application/x-sqlite3"}
 
 
 def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:

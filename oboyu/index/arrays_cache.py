@@ -7,6 +7,7 @@ process is gone, are removed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -57,14 +58,16 @@ def _make(store: Store, base: Path) -> str:
         old = _older(base)
         generation = (update_arrays(store, old, building) if old is not None else None) or build_arrays(store, building)
         target = base / generation
-        made = open_arrays(target)
-        if made is not None and made.generation == generation:  # another process finished it first
-            shutil.rmtree(building, ignore_errors=True)  # (removing theirs failed a second process's read: a trial)
-            return generation
-        shutil.rmtree(target, ignore_errors=True)  # a damaged one: made again
         try:
-            building.rename(target)
-        except OSError:  # another process finished the same generation meanwhile
+            building.rename(target)  # fails where a folder of that name holds anything
+        except OSError:
+            made = open_arrays(target)
+            if made is None or made.generation != generation:  # a damaged one: made again
+                shutil.rmtree(target, ignore_errors=True)
+                with contextlib.suppress(OSError):  # else another process put its own there meanwhile
+                    building.rename(target)
+            # else another process made it first: it stays (a trial's second process removed it, and
+            # the first, opening it meanwhile, stopped)
             shutil.rmtree(building, ignore_errors=True)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)

@@ -84,16 +84,24 @@ class OwnFiles:
 
     index: str
     prefixes: tuple[str, ...]
+    folder: str  # the index's folder, symlinks resolved: reached by another path, it is the same
 
     @classmethod
     def of(cls, index: Path) -> OwnFiles:
         from oboyu.paths import cache_dir
 
         path = stored_path(os.path.abspath(index))
-        return cls(path, (path + ".", stored_path(os.path.abspath(cache_dir())) + os.sep))
+        return cls(path, (path + ".", stored_path(os.path.abspath(cache_dir())) + os.sep),
+                   os.path.realpath(os.path.dirname(os.path.abspath(index))))
 
     def hold(self, path: str) -> bool:
-        return path == self.index or path.startswith(self.prefixes)
+        if path == self.index or path.startswith(self.prefixes):
+            return True
+        # the index's own name, under another path (a symlink to its folder): the folder decides
+        name = os.path.basename(self.index)
+        parts = path.split(os.sep)
+        at = next((i for i, part in enumerate(parts) if part == name or part.startswith(name + ".")), None)
+        return at is not None and os.path.realpath(os.sep.join(parts[:at]) or os.sep) == self.folder
 
 
 def compare(stored: dict[str, StoredFile], parts: list[Part], max_bytes: int, full: bool = False,
