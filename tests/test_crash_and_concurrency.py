@@ -318,6 +318,7 @@ def test_watch_follows_ignore_files_and_folders_that_go_and_come(tmp_path: Path,
         indexed = {path for path, in store.con.execute("SELECT path FROM documents").fetchall()}
     assert not any(path.startswith(str(db)) for path in indexed), indexed
     assert not any("Traceback" in line for line in lines), lines
+    assert [line.split(" ", 1)[1] for line in lines if " watching " in line] == [f"watching {other}\n"], lines
 
 
 def document_count(db: Path) -> int:

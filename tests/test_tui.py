@@ -271,6 +271,9 @@ def test_removing_a_root_drops_its_rows(db: Path, embedder: Embedder) -> None:
             await pilot.press("ctrl+o")
             table = app.screen.query_one("#roots")
             await until(pilot, lambda: table.row_count == 1)
+            await pilot.press("d", "enter")  # a stray Enter: "No" has the focus (a trial's removed the folder)
+            await pilot.pause(0.3)
+            assert table.row_count == 1
             await pilot.press("d", "y")
             await until(pilot, lambda: table.row_count == 0)
 
@@ -489,6 +492,13 @@ def test_the_filters_dialog_keeps_its_words_and_buttons_at_50_columns(db: Path, 
             await pilot.pause()
             shown = app.export_screenshot()
             assert "leaves&#160;out)" in shown and "7d)" in shown and "Cancel" in shown
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(80, 24)) as pilot:  # a trial's 80x24: the buttons were cut off
+            await pilot.press("ctrl+f")
+            await until(pilot, lambda: isinstance(app.screen, FilterScreen))
+            await pilot.pause()
+            dialog = app.screen.query_one("#dialog")
+            assert dialog.max_scroll_y == 0 and all(b.region.bottom <= dialog.region.bottom for b in app.screen.query("Button"))
 
     asyncio.run(run())
 
@@ -575,5 +585,24 @@ def test_a_character_typed_in_the_list_goes_on_the_search(db: Path, embedder: Em
             await pilot.press(*"の作り方")
             await until(pilot, lambda: app.shown is not None and app.shown.query == "カレーの作り方")
             assert app.query_one("#query").value == "カレーの作り方" and app.focused is app.query_one("#query")
+
+    asyncio.run(run())
+
+
+def test_switching_to_another_index_leaves_none_of_the_first_one_s_results(db: Path, embedder: Embedder) -> None:
+    """A trial switched to an empty index: the first one's results and selection stayed, and `y`
+    copied them."""
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await type_query(pilot, "カレーの作り方")
+            await pilot.press("tab", "space")
+            results = app.query_one(ResultList)
+            assert results.results and results.selected
+            app.switch_index(str(db.parent / "other.duckdb"))
+            await until(pilot, lambda: app.live.db_path == db.parent / "other.duckdb")
+            await pilot.pause()
+            assert not results.results and not results.selected and not results.chosen()
 
     asyncio.run(run())

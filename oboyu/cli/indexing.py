@@ -311,6 +311,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
     def on_roots(roots: list[Path], gone: list[Path]) -> None:
         if not said:
             err.write(f"watching {counted(len(roots), 'folder')} for changes (Ctrl+C stops)\n")
+            said.extend(roots)
         for root in gone:
             err.write(time.strftime("%H:%M:%S ") + f"{visible(str(root))} is gone; watched again once it is back\n")
         for root in roots:

@@ -171,7 +171,8 @@ class OboyuApp(IndexingApp):
     def watch_summary(self, summary: IndexSummary) -> None:
         if not summary.documents and not self.indexing:
             self.query_one(Preview).clear(
-                f"The index {display_path(self.live.db_path)} is empty. Press Ctrl+O, then a, to add a folder."
+                # the instruction on a line of its own: the pane cuts a long line (a trial lost it at 120 columns)
+                f"The index {display_path(self.live.db_path)} is empty.\nPress Ctrl+O, then a, to add a folder."
             )
 
     def watch_db_path(self, path: Path) -> None:
@@ -182,6 +183,10 @@ class OboyuApp(IndexingApp):
         self._searches.live = self.live
         self.serve_queries()
         self.shown = None
+        # the other index's results and selection go (a trial switched to an empty index and still
+        # saw them, and `y` copied them)
+        self.query_one(ResultList).clear_selection()
+        self.answer = None
         self.search_now()
 
     def index_written(self) -> None:

@@ -47,7 +47,7 @@ class FilterScreen(ModalScreen[None]):
         self.texts = texts  # what the current filters were read from
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
+        with Vertical(id="dialog", classes="filters"):
             yield Label("Filters", classes="title")
             yield Label("Paths (as in .gitignore, space-separated; ! leaves out)")
             yield Input(self.texts.get("paths", ""), placeholder="*.md  notes/*  !drafts/*", id="paths")
@@ -162,6 +162,9 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Yes", variant="error", id="yes")
                 yield Button("No", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()  # a stray Enter keeps the folder (a trial's removed it)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
