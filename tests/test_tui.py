@@ -606,3 +606,22 @@ def test_switching_to_another_index_leaves_none_of_the_first_one_s_results(db: P
             assert not results.results and not results.selected and not results.chosen()
 
     asyncio.run(run())
+
+
+def test_results_follow_a_file_another_process_indexed(db: Path, embedder: Embedder) -> None:
+    """A trial saved a note while `oboyu index --watch` ran: the open app showed the old text until
+    its next key."""
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await type_query(pilot, "カレーの作り方")
+            await until(pilot, lambda: "飴色" in preview_text(app))
+            notes = db.parent / "notes"
+            curry = next(notes.rglob("curry.txt"))
+            curry.write_text(curry.read_text(encoding="utf-8").replace("飴色", "きつね色"), encoding="utf-8")
+            with Store(db) as store:  # as another process's run writes it
+                Indexer(store, embedder).index([notes])
+            await until(pilot, lambda: "きつね色" in preview_text(app))
+
+    asyncio.run(run())

@@ -108,7 +108,7 @@ class LiveIndex:
                 writer, self._writer = self._writer, None
                 writer.close()
 
-    def _signature(self) -> tuple:
+    def signature(self) -> tuple:
         """Cheap evidence of a change: the stat of the file and of its write-ahead log."""
         out: list[tuple[int, int, int] | None] = []
         for path in (self.db_path, Path(str(self.db_path) + ".wal")):
@@ -122,7 +122,7 @@ class LiveIndex:
     def refresh(self) -> bool:
         """Bring the in-memory index up to date; False when the last loaded state must do
         (another process holds the file, or this index's new arrays are being made)."""
-        signature = self._signature()
+        signature = self.signature()
         if self.maker.running():
             return self.resident.generation is None  # else the last loaded state answers
         if self.maker.finished():

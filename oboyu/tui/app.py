@@ -43,6 +43,7 @@ from oboyu.tui.status import StatusBar
 from oboyu.tui.widgets import Preview, QueryInput, ResultList, display_path
 
 LIST_KEYS = {"e", "y", " ", "?"}  # what a character does in the list and the preview (help.md)
+FOLLOW_SECONDS = 1.0  # how often the app looks whether another process wrote the index
 WIDE_COLUMNS = 110  # from this width the preview sits beside the results, else below them
 
 
@@ -90,6 +91,7 @@ class OboyuApp(IndexingApp):
         self._history_at: int | None = None  # the history entry the box shows, while it is unchanged
         self.typed = ""  # what the search box holds
         self.queries_served = QueryServer(self.live)  # started on mount
+        self._seen_signature: tuple = ()  # the index file's, when the app last looked (follow_index)
         self.library_log = LibraryLog(self)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
@@ -133,6 +135,18 @@ class OboyuApp(IndexingApp):
         self.serve_queries()
         if settings().restore_last_search:
             self.restore_last_search()
+        self._seen_signature = self.live.signature()
+        self.set_interval(FOLLOW_SECONDS, self.follow_index)
+
+    def follow_index(self) -> None:
+        """Another process wrote the index (`oboyu index --watch` saw a file saved): the search
+        shown is asked again, so that its results and preview follow the files (a trial saw the
+        old text until its next key). The app's own runs say so themselves (`index_written`)."""
+        signature = self.live.signature()
+        if signature != self._seen_signature:
+            self._seen_signature = signature
+            if self.shown is not None and not self.indexing:
+                self.search_now()
 
     def restore_last_search(self) -> None:
         remembered = self.memory.of_index
