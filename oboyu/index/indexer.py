@@ -94,12 +94,12 @@ class Indexer:
                  on_progress: OnProgress | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
                  follow_symlinks: bool = False, stop: threading.Event | None = None,
                  cache: EmbeddingCache | None = None, full: bool = False, workers: Workers | None = None):
-        """`index`: a Store, an IndexFile or a LiveIndex (`WritableIndex`). Each step is drawn on
-        `progress` and told to `on_progress`. Setting `stop` ends the run after the batch in hand.
-        `cache` supplies and keeps vectors; `full` re-reads and re-chunks every file; `workers`
-        prepare and embed in other processes (a cluster)."""
+        """`index`: a Store, an IndexFile or a LiveIndex (`WritableIndex`). Each step is drawn on `progress` and
+        told to `on_progress`. Setting `stop` ends the run after the batch in hand. `cache` supplies and keeps
+        vectors; `full` re-reads and re-chunks every file; `workers` prepare and embed in other processes."""
         self.target = index
         self.index_path = index.db_path
+        self.own = OwnFiles.of(self.index_path)  # the index's own files, never indexed
         self._store_lock = threading.Lock()  # the meaning pass reads its next group while it writes the last
         self.embedder = embedder
         self.progress = progress or ProgressLine(enabled=False)
@@ -191,8 +191,7 @@ class Indexer:
             parts = self._root_parts(store, names, stats)
             stored = stored_files(store, parts)
             known = known_skips(store, parts)
-        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True, known=known,
-                       own=OwnFiles.of(self.index_path))
+        plan = compare(stored, parts, self.max_bytes, self.full, hash_changed=True, known=known, own=self.own)
         plan.missing_roots = stats.missing_roots
         return plan
 
@@ -224,7 +223,7 @@ class Indexer:
                 embedded, chunks = store.vector_coverage()
                 self._vectors_missing = chunks - embedded  # an interrupted run's, to make in this one
             # opened per write, the file is closed while the disk is walked and hashed: readers get in
-            plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips, own=OwnFiles.of(self.index_path))
+            plan = compare(stored, parts, self.max_bytes, self.full, known=self._known_skips, own=self.own)
             # a junk folder indexed on its own is not left out: its own root walks it
             plan.skipped = [s for s in plan.skipped if stored_path(s.path) not in recorded]
             self._apply(plan, stats)

@@ -36,7 +36,7 @@ def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Calla
     from watchfiles import watch as changes_of
 
     stop = stop or threading.Event()
-    own = OwnFiles.of(indexer.index_path)
+    own = indexer.own
     watched: list[Path] = []
 
     def now_watching(roots: list[Path]) -> None:
