@@ -56,7 +56,8 @@ def handed_off(args: list[str]) -> int | None:
         return None
     if any(arg in NOT_HANDED for arg in args[1:]):
         return None
-    index = os.path.realpath(os.path.expanduser(index_of(args[1:])))
+    named = named_index(args[1:])
+    index = os.path.realpath(os.path.expanduser(named or default_index()))
     address = socket_address(index)
     if address is None or not os.path.exists(address):
         return None
@@ -64,7 +65,7 @@ def handed_off(args: list[str]) -> int | None:
         "argv": args[1:],
         "cwd": os.getcwd(),
         "index": index,
-        "default": not any(arg == "--db" or arg.startswith("--db=") for arg in args[1:]) and not os.environ.get("OBOYU_DB"),
+        "default": named is None,
         "env": {name: os.environ[name] for name in (*TERMINAL_VARIABLES, "OBOYU_CONFIG") if name in os.environ},
         "stdout_tty": sys.stdout.isatty(),
         "stderr_tty": sys.stderr.isatty(),
@@ -116,14 +117,14 @@ def in_order(body: bytes, stdout_bytes: int, order: object) -> list[tuple[TextIO
     return [(sys.stdout, body[:stdout_bytes]), (sys.stderr, body[stdout_bytes:])]
 
 
-def index_of(args: list[str]) -> str:
-    """The index file a query's arguments name (--db), else $OBOYU_DB, else the default."""
+def named_index(args: list[str]) -> str | None:
+    """The index file a query's arguments name (--db), else $OBOYU_DB; None for the default."""
     for i, arg in enumerate(args):
         if arg == "--db" and i + 1 < len(args):
             return args[i + 1]
         if arg.startswith("--db="):
             return arg.removeprefix("--db=")
-    return os.environ.get("OBOYU_DB") or default_index()
+    return os.environ.get("OBOYU_DB") or None
 
 
 def default_index() -> str:

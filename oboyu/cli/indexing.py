@@ -20,7 +20,7 @@ from oboyu.documents.crawl import Hidden, JunkFolder
 from oboyu.documents.filetypes import SNIFF_BYTES, UNSUPPORTED, looks_like_text
 from oboyu.errors import OboyuError
 from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
-from oboyu.index.index_file import IndexFile
+from oboyu.index.index_file import IndexFile, file_signature
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import index_busy
 from oboyu.index.reports import IndexStats
@@ -337,10 +337,10 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
 def _indexed_folders(db: Path) -> Callable[[], list[Path]]:
     """The index's folders (and files indexed by name) that exist now: the list read again when
     the index changed (another `oboyu index` added one), each one's existence looked at each time."""
-    read: dict[tuple[int, ...], list[Path]] = {}
+    read: dict[tuple, list[Path]] = {}
 
     def now() -> list[Path]:
-        signature = tuple(_mtime(Path(f"{db}{ending}")) for ending in ("", ".wal"))
+        signature = file_signature(db)
         if signature not in read:
             try:
                 with open_reading(db) as store:
@@ -352,13 +352,6 @@ def _indexed_folders(db: Path) -> Callable[[], list[Path]]:
         return [path for path in read[signature] if os.path.exists(path)]
 
     return now
-
-
-def _mtime(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
 
 
 @click.command()

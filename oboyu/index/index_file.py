@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +22,18 @@ class WritableIndex(Protocol):
     def writing(self) -> contextlib.AbstractContextManager[Store]: ...
 
     def reading(self) -> contextlib.AbstractContextManager[Store]: ...
+
+
+def file_signature(db_path: Path) -> tuple:
+    """Cheap evidence that an index changed: the stat of its file and of its write-ahead log."""
+    out: list[tuple[int, int, int] | None] = []
+    for path in (db_path, Path(f"{db_path}.wal")):
+        try:
+            st = os.stat(path)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,8 @@ class OwnFiles:
             return True
         # the index's own name, under another path (a symlink to its folder): the folder decides
         name = os.path.basename(self.index)
+        if name not in path:  # nearly every file a walk finds
+            return False
         parts = path.split(os.sep)
         at = next((i for i, part in enumerate(parts) if part == name or part.startswith(name + ".")), None)
         return at is not None and os.path.realpath(os.sep.join(parts[:at]) or os.sep) == self.folder

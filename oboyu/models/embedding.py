@@ -385,7 +385,7 @@ class Embedder:
             return np.zeros((0, self.info.dimensions), dtype=np.float32)
         return np.stack([known[t] for t in model_texts])
 
-    @property
+    @cached_property
     def has_token_states(self) -> bool:
         """Whether the query session gives the tokens' states beside the vector (not a GPU's
         float16 graph, nor a folder the derived graph could not be written to)."""

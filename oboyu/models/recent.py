@@ -38,6 +38,3 @@ class Recent(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
-
-    def __len__(self) -> int:
-        return len(self._values)

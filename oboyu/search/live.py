@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from oboyu.errors import ArraysUnwritableError, IndexBusyError, OboyuError
 from oboyu.index.arrays_cache import made_arrays
+from oboyu.index.index_file import file_signature
 from oboyu.index.records import RootSummary
 from oboyu.index.store import Store, open_for_reading
 from oboyu.models.embedding import Embedder
@@ -109,15 +109,8 @@ class LiveIndex:
                 writer.close()
 
     def signature(self) -> tuple:
-        """Cheap evidence of a change: the stat of the file and of its write-ahead log."""
-        out: list[tuple[int, int, int] | None] = []
-        for path in (self.db_path, Path(str(self.db_path) + ".wal")):
-            try:
-                st = os.stat(path)
-                out.append((st.st_ino, st.st_size, st.st_mtime_ns))
-            except OSError:
-                out.append(None)
-        return tuple(out)
+        """Cheap evidence of a change (`file_signature`)."""
+        return file_signature(self.db_path)
 
     def refresh(self) -> bool:
         """Bring the in-memory index up to date; False when the last loaded state must do
