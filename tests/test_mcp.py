@@ -62,8 +62,10 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
 
     async def session() -> None:
         async with Client(server) as client:
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            assert names == {"search", "read", "status"}  # no index tool unless allowed, none deletes
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == {"search", "read", "status"}  # no index tool unless allowed, none deletes
+            # the modes are listed, so that a client can offer them (a user trial's had to guess)
+            assert tools["search"].input_schema["properties"]["mode"]["enum"] == ["hybrid", "vector", "keyword"]
 
             found = payload(await client.call_tool("search", {"query": "議事録の共有", "k": 3}))
             hits = found["results"]

@@ -36,7 +36,7 @@ from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
-from oboyu.modes import Mode
+from oboyu.modes import MODE_NAMES, Mode
 from oboyu.paths import disk_path, is_within, stored_path
 from oboyu.search.filters import make_filters
 from oboyu.search.live import LiveIndex
@@ -54,6 +54,9 @@ def _whole(value: object) -> object:
 
 # a JSON integer, no other type read as one (true was k=1, "5" was 5): what a caller meant is not guessed
 Count = Annotated[int, Field(strict=True), BeforeValidator(_whole)]
+# the modes listed in the tool's schema, so a client can offer them; a wrong one still gets
+# `Mode.named`'s one line that lists them, not a validator's dump
+ModeName = Annotated[str, Field(json_schema_extra={"enum": list(MODE_NAMES)})]
 # what one `read` returns at most: an assistant's tool output is capped (Claude Code's at 25,000
 # tokens by default), and the structured result repeats the text; a user trial got 116,000
 # characters of one file at 2,000 lines and 200,000 characters. `truncated` and `end_line` say
@@ -413,7 +416,7 @@ def build_server(tools: OboyuTools):
         arguments_of[fn.__name__] = set(inspect.signature(fn).parameters)
         server.tool(description=description)(fn)
 
-    async def search(query: str, mode: str = "hybrid", k: Count = 10, path: str | None = None, type: str | None = None,
+    async def search(query: str, mode: ModeName = "hybrid", k: Count = 10, path: str | None = None, type: str | None = None,
                      since: str | None = None) -> dict[str, Any]:
         return await capped("search", tools.search, query, mode, k, path, type, since)
 
