@@ -99,6 +99,37 @@ def test_progress_shows_files_chunks_rate_and_eta(tmp_path: Path, embedder: Embe
     assert [line for line in lines if line.startswith("meaning: ")][-1].startswith("meaning: 100% of passages (4/4)")
 
 
+def test_a_delayed_progress_line_says_nothing_of_quick_work(tmp_path: Path, embedder: Embedder,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--watch` (a delay of WATCH_PROGRESS_AFTER) printed a progress line and the meaning pass's
+    notice for every file saved; quick work now says nothing, slow work all of it. A clock that
+    stands still, then one that runs 3 s a look: no timing of the machine's own."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    clock = {"now": 100.0, "step": 0.0}
+
+    def monotonic() -> float:
+        clock["now"] += clock["step"]
+        return clock["now"]
+
+    monkeypatch.setattr("oboyu.progress.time.monotonic", monotonic)
+    for step, name in ((0.0, "quick"), (3.0, "slow")):
+        clock["step"] = step
+        (root / f"{name}.txt").write_text(f"{name}のメモ。内容。\n", encoding="utf-8")
+        stream = io.StringIO()
+        progress = ProgressLine(stream, interval=0, delay=2.0)
+        with Store(tmp_path / "index.duckdb") as store:
+            Indexer(store, embedder, progress=progress).index([root])
+        lines = stream.getvalue().splitlines()
+        notice = [line for line in lines if line.startswith("keyword search is ready; making the vectors of 1 passage")]
+        if name == "quick":
+            assert lines == []
+        else:
+            assert notice and any(line.startswith("reading ") for line in lines), lines
+        progress.message("oboyu: a warning")  # anything else is said at once
+        assert stream.getvalue().endswith("oboyu: a warning\n")
+
+
 def test_small_files_before_a_long_one_do_not_extrapolate_an_eta(tmp_path: Path, embedder: Embedder) -> None:
     """Small files cost per file, not per byte: read before a long one, they told "ETA 160h"."""
     root = tmp_path / "notes"

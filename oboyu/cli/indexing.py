@@ -298,6 +298,10 @@ BINARY_KINDS = {"application/zip", "application/gzip", "application/x-tar", "app
                 "application/x-7z-compressed", "application/vnd.rar", "application/x-sqlite3"}
 
 
+# a change's progress line and notices wait this long: a saved file says only its one summary line
+WATCH_PROGRESS_AFTER = 2.0
+
+
 def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
     from oboyu.index.watch import watch
 
@@ -306,6 +310,7 @@ def _watch(indexer: Indexer, db: Path, quiet: bool, verbose: bool) -> None:
         raise OboyuError("nothing to watch: no indexed folder exists")
     err = sys.stderr
     indexer.embedder.load(passages=True)  # now, so that the first change is not the one that waits for it
+    indexer.progress.delay = WATCH_PROGRESS_AFTER
     said: list[Path] = []
 
     def on_roots(roots: list[Path], gone: list[Path]) -> None:

@@ -359,7 +359,7 @@ class Indexer:
         had = f"; {embedded_before:,} of the index's {total:,} have theirs" if embedded_before else ""
         self.progress.message(f"keyword search is ready; making the vectors of {len(waiting):,} "
                               f"passage{'' if len(waiting) == 1 else 's'} "
-                              f"(meaning search reaches each as it is made{had})")
+                              f"(meaning search reaches each as it is made{had})", of_progress=True)
         started = time.perf_counter()
         done = 0
 
