@@ -266,6 +266,22 @@ def test_a_request_is_json_as_the_server_reads_it(asked: dict) -> None:
     assert written.isascii() and json.loads(written) == asked
 
 
+def test_ctrl_c_is_said_in_one_line_before_the_entry_point_s_imports() -> None:
+    """A Ctrl+C 8 to 40 ms after `oboyu` started printed a traceback from inside the hand-off's
+    imports (socket, threading). The entry point now takes SIGINT before them: an import hook
+    looks at the handler the moment `socket` is asked for; an ignored SIGINT stays ignored."""
+    script = ("import signal, sys\nseen = []\nclass Look:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'socket': seen.append(getattr(signal.getsignal(signal.SIGINT), '__name__', 'ignored'))\n"
+              "sys.meta_path.insert(0, Look())\nsys.modules.pop('socket', None)\n"
+              "if sys.argv[1] == 'ignored': signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+              "import oboyu.cli.entry\nprint(seen[0], getattr(signal.getsignal(signal.SIGINT), '__name__', 'ignored'))")
+    for given, expected in (("default", "leave_now leave_now"), ("ignored", "ignored ignored")):
+        done = subprocess.run([sys.executable, "-S", "-c", script, given], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(EXAMPLE_NOTES.parents[1])})
+        assert done.returncode == 0 and done.stdout.split() == expected.split(), done.stderr
+
+
 def test_the_asking_side_loads_nothing_heavy_and_finds_the_default_index(tmp_path: Path) -> None:
     """A handed-off query's time is mostly Python's start and its imports: the asking side loads
     none of json, pathlib, re, typing, hashlib, platformdirs (25 of its 60 ms, with platformdirs'

@@ -1,5 +1,5 @@
 """The `oboyu` command (click): one module per group of commands, over `oboyu.api`. Its entry
-point is `oboyu.cli.handoff:main`, which stays light until it knows the command runs here; so
+point is `oboyu.cli.entry:main` (`handoff.main`), which stays light until it knows the command runs here; so
 this package imports the commands only when asked for them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`python -m oboyu.cli`: the `oboyu` command."""
 
-from oboyu.cli.handoff import main
+from oboyu.cli.entry import main
 
 main()

@@ -34,7 +34,7 @@ NOT_HANDED = ("--stdin", "--help", "-h")  # answered here: a stream of queries, 
 
 
 def main() -> None:
-    waiting = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    waiting = signal.getsignal(signal.SIGINT) in (signal.default_int_handler, leave_now)  # leave_now: from entry.py
     if waiting:  # not when SIGINT is ignored (a background job): it stays ignored
         signal.signal(signal.SIGINT, leave_now)
     code = handed_off(sys.argv[1:])
