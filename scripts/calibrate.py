@@ -315,7 +315,7 @@ def fit_match_lines(table: dict, model_key: str, db_dir: Path, embedder) -> dict
     lines = {}
     for mode in (Mode.HYBRID, Mode.VECTOR):
         questions = [a for c in collections() for a in asked(c, index_of(c, db_dir, embedder), embedder, mode)
-                     if not a.across]  # untold results across languages: no line is fitted on them (query.across_languages)
+                     if not a.across]  # untold results across languages: no line is fitted on them (languages.across_languages)
         line = match_line(questions, confidence.model_for(embedder.info.model_id, mode))
         if line is not None:
             lines[mode.value] = line

@@ -22,7 +22,8 @@ from oboyu.models.token_match import token_match
 from oboyu.modes import Mode
 from oboyu.search import query as query_module
 from oboyu.search.confidence import FEATURES, SURE, model_for
-from oboyu.search.query import ACROSS_LANGUAGES, ACROSS_LANGUAGES_SHORT, across_languages, search
+from oboyu.search.languages import ACROSS_LANGUAGES, ACROSS_LANGUAGES_SHORT, across_languages
+from oboyu.search.query import search
 from oboyu.search.rankers import SqlRanker
 from oboyu.tui.app import OboyuApp
 from oboyu.tui.widgets import ResultList
@@ -252,13 +253,35 @@ def test_a_query_in_english_among_japanese_results_without_its_words_is_across_l
 
 
 def test_english_keywords_are_told_from_letters_that_are_no_english(embedder) -> None:
-    from oboyu.search.query import in_english
+    from oboyu.search.languages import in_english
 
     for typed in ("expense deadline", "fire pit", "wifi password"):
         assert in_english(typed, embedder), typed
     for typed in ("zzzz qqqq", "asdf", "xkcd"):
         assert not in_english(typed, embedder), typed
     assert in_english("When is the code freeze?")  # a function word: no tokenizer needed
+
+
+def test_letters_neither_the_folder_nor_the_model_knows_have_no_good_match(tmp_path: Path, embedder,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user trial's `xyzzy plugh` was a good match: its pieces found their like in a passage of
+    code. With lines every result passes (as the token match's can, for such pieces), a query in
+    Latin letters whose words no passage holds and the model's tokenizer has no piece for is told
+    no good match in hybrid mode; one a note holds, or one in English words, is judged as ever."""
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLE_NOTES, notes)
+    (notes / "game.txt").write_text("Type xyzzy to go home. ゲームの合言葉。\n", encoding="utf-8")
+    db = tmp_path / "index.duckdb"
+    Indexer(IndexFile(db), embedder).index([notes])
+    judge = replace(model_for(embedder.info.model_id, Mode.HYBRID), threshold=0.0, hide=0.0, match_line=0.0)
+    monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
+    with Store(db, read_only=True) as store:
+        for question, told in (("qwzx vbnm", True), ("blorft snerk", True), ("xyzzy plugh", False),
+                               ("fire pit", False), ("カレー", False)):
+            results = search(SqlRanker(store), embedder, question, 5)
+            assert results and all(r.weak for r in results) == told, question
+        # vector mode has no keyword leg to say the words are nowhere: judged as ever
+        assert not any(r.weak for r in search(SqlRanker(store), embedder, "qwzx vbnm", 5, mode=Mode.VECTOR))
 
 
 def judged_by_lines_no_result_passes(embedder, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -276,8 +276,8 @@ def test_ctrl_c_is_said_in_one_line_before_the_entry_point_s_imports() -> None:
               "sys.meta_path.insert(0, Look())\nsys.modules.pop('socket', None)\n"
               "if sys.argv[1] == 'ignored': signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
               "import oboyu.cli.entry\nprint(seen[0], getattr(signal.getsignal(signal.SIGINT), '__name__', 'ignored'))")
-    for given, expected in (("default", "leave_now leave_now"), ("ignored", "ignored ignored")):
-        done = subprocess.run([sys.executable, "-S", "-c", script, given], capture_output=True, text=True, timeout=60,
+    for sigint, expected in (("default", "leave_now leave_now"), ("ignored", "ignored ignored")):
+        done = subprocess.run([sys.executable, "-S", "-c", script, sigint], capture_output=True, text=True, timeout=60,
                               env={**os.environ, "PYTHONPATH": str(EXAMPLE_NOTES.parents[1])})
         assert done.returncode == 0 and done.stdout.split() == expected.split(), done.stderr
 

@@ -59,7 +59,7 @@ class Asked:
 
     @property
     def across(self) -> bool:
-        """In English among Japanese results without its words (`query.across_languages`)."""
+        """In English among Japanese results without its words (`languages.across_languages`)."""
         return any(self.untold)
 
 

@@ -12,6 +12,6 @@ from oboyu.cli.interrupts import leave_now
 if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT (a background job) stays so
     signal.signal(signal.SIGINT, leave_now)
 
-from oboyu.cli.handoff import main  # noqa: E402  (after the handler, on purpose)
+from oboyu.cli.handoff import main  # after the handler, on purpose
 
 __all__ = ["main"]

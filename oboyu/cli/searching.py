@@ -20,8 +20,9 @@ from oboyu.index.store import Store
 from oboyu.modes import MODE_NAMES, Mode
 from oboyu.progress import ProgressLine
 from oboyu.search.filters import Filters, describe_age, make_filters
+from oboyu.search.languages import ACROSS_LANGUAGES
 from oboyu.search.live import LiveIndex
-from oboyu.search.query import ACROSS_LANGUAGES, Result
+from oboyu.search.query import Result
 from oboyu.search.rankers import SqlRanker
 from oboyu.text import json_safe, valid_text, visible
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from oboyu.documents.filetypes import part_location
-from oboyu.documents.keywords import ENGLISH_FUNCTION_WORDS, fallback_terms, query_words, words
+from oboyu.documents.keywords import fallback_terms, query_words
 from oboyu.errors import OboyuError
 from oboyu.index.records import SearchHit, embedding_text
 from oboyu.models.embedding import Embedder
@@ -25,9 +25,10 @@ from oboyu.paths import disk_path
 from oboyu.search.confidence import Model, gather, model_for, reference_for
 from oboyu.search.filters import Filters
 from oboyu.search.fusion import convex_with_files
+from oboyu.search.languages import ACROSS_WINDOW, across_languages, unknown_to_the_model
 from oboyu.search.rankers import BM25_K1, Ranker, Scores
 from oboyu.search.snippets import make_snippet
-from oboyu.text import calm_capitals, has_japanese, latin_words, query_text, written_in
+from oboyu.text import calm_capitals, query_text, written_in
 
 CANDIDATES = 100  # chunks each leg contributes to fusion
 RERANK_DEPTH = 30  # fused chunks the reranker reads, when one is installed
@@ -232,6 +233,8 @@ def search(
     # must not make the shown ones "less likely" rather than "no good match")
     judged = chosen if mode is Mode.HYBRID and reranker is None else chosen[:k]
     good_match, first_match = has_good_match(judged, judges, confidences, embedder, query, hits)
+    if good_match and mode is Mode.HYBRID and not legs.get("keyword") and unknown_to_the_model(query, embedder):
+        good_match = False  # no word in the folder, none the model knows: nothing matched it
     # told no good match, a question in English may be asking Japanese notes (whatever -k: the same
     # verdict for one result as for ten); one with a good match, in either language, is judged as ever.
     # Its Japanese results cannot be told (none weak, none less likely); its English ones can, and are weak.
@@ -276,11 +279,6 @@ def search(
 
 
 UNLIKELY = "less likely: under the good-match line"  # what the front ends call that tail
-# what the front ends say of results across languages (`across_languages`), at length and in the app's border
-ACROSS_LANGUAGES = "asked in English of notes in Japanese: how sure each of those is cannot be told (score ?)"
-ACROSS_LANGUAGES_SHORT = "across languages: ?"
-ACROSS_WINDOW = 10  # the results looked at for one in Japanese, however few are asked for
-HALF_THE_WORDS = 0.5  # a Japanese result holding this share of the query's words judges it by them
 
 
 def unlikely_from(results: list[Result]) -> int:
@@ -293,52 +291,6 @@ def unlikely_from(results: list[Result]) -> int:
     shown = [r for r in results if not r.weak]
     last_likely = max((i for i, r in enumerate(shown) if r.likely), default=None)
     return 0 if last_likely is None else last_likely + 1
-
-
-def across_languages(query: str, passages: list[tuple[str, float]], embedder: Embedder | None = None) -> bool:
-    """Whether a query told no good match is in English (`in_english`) and among its results
-    (each a passage and its share of the query's words, weighted by rarity) is one in Japanese
-    while none in Japanese holds half its words (`VPN`, `git log` or a question naming `Zoom`
-    twice are judged by their words; `search` asks only where the query has no good match, so an
-    English question that an English note answers is judged as ever). The confidence and the
-    token match were fitted on questions in their notes' language; across languages they share
-    no words, and the token match runs low: 11 of 20 English questions about Japanese notes were
-    told "no good match", against 0 of the same 20 in Japanese
-    (`benchmarks.quality.cross_language`), and no evidence tells them from off-topic ones well
-    enough to draw a line (AUC 0.83 for the token match, 0.67 for the best confidence, against
-    0.97 to 0.99 and 0.94 to 0.97 in Japanese). So its Japanese results are neither weak nor less
-    likely: they come ranked by meaning, and the front ends say that how sure each is cannot be
-    told. Its English results can be told, and are weak (the query has no good match): a user
-    trial's English question about golf was shown three English notes as if across languages.
-    Any Japanese result counts, not only the first: in a folder of both languages an English
-    question is drawn to the English notes, while its answer may be a Japanese one further down
-    (the trial's packing list came fifth, after four English notes; the weak ones now go after
-    it). The other way is judged as any query: a Japanese question whose first passage is mostly
-    Latin letters (a man page's options, an English note) kept every answerable question of the
-    development collections, and their off-topic ones were caught (personal: 80% against 65% had
-    it counted as across)."""
-    if has_japanese(query) or written_in(query) != "latin":
-        return False
-    shares = [share for text, share in passages if written_in(text) == "japanese"]
-    return bool(shares) and max(shares) < HALF_THE_WORDS and in_english(query, embedder)
-
-
-def in_english(query: str, embedder: Embedder | None = None) -> bool:
-    """Whether a query in Latin letters reads as English: it has a function word (how, the, is,
-    ...: 53 of the 55 English questions of eval/everyday), or, typed as keywords, at least half its
-    words are whole pieces of the model's tokenizer (`fire pit`, `expense deadline`; not `zzzz
-    qqqq`, nor `kubectl rollout undo`, whose words a folder holds as written)."""
-    if any(word in ENGLISH_FUNCTION_WORDS for word in words(query)):
-        return True
-    typed = latin_words(query)
-    if embedder is None or not typed:
-        return False
-    tokenizer = embedder.tokenizer
-
-    def whole(word: str) -> bool:
-        return any(len(tokenizer.encode(form, add_special_tokens=False).ids) == 1 for form in (word, word.lower()))
-
-    return 2 * sum(map(whole, typed)) >= len(typed)
 
 
 def has_good_match(chosen: Scores, judges: dict[str, Model], confidences: dict[str, float], embedder: Embedder | None,

@@ -17,8 +17,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from oboyu.search.languages import ACROSS_LANGUAGES_SHORT
 from oboyu.search.live import Answer
-from oboyu.search.query import ACROSS_LANGUAGES_SHORT, MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
+from oboyu.search.query import MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
 from oboyu.text import visible
 from oboyu.tui.preview import highlighted, read_preview
 
