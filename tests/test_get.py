@@ -285,6 +285,30 @@ def test_a_file_whose_folder_moved_says_what_to_do(tmp_path: Path, oboyu_env: di
     assert f"`oboyu remove {notes}` drops" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
+def test_a_moved_folder_s_results_are_marked_and_its_new_place_shown_first(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial moved an indexed folder: `query` listed the old paths unmarked, and once the
+    new place was indexed, the old path first with the new one as its copy."""
+    notes, moved = tmp_path / "notes", tmp_path / "moved"
+    notes.mkdir()
+    (notes / "a.md").write_text("# 庭のメモ\n\nトマトの苗を植えた。\n", encoding="utf-8")
+    (notes / "b.md").write_text("# 台所のメモ\n\n味噌を買う。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    notes.rename(moved)
+    asked = ("query", "トマト", "--mode", "keyword")
+    before = run_oboyu(oboyu_env, *asked)
+    assert before.returncode == 0 and f"{notes / 'a.md'}:3-3  (missing)" in before.stdout, before.stdout
+    assert "one of these files is no longer where it was indexed" in before.stderr, before.stderr
+    indexed = run_oboyu(oboyu_env, "index", str(moved))
+    assert indexed.returncode == 0 and (f"notes ({notes}) is missing, and {moved} holds all its files: "
+                                        "if it moved, `oboyu remove notes` drops") in indexed.stderr, indexed.stderr
+    after = run_oboyu(oboyu_env, *asked)
+    first = after.stdout.splitlines()[:3]
+    assert first[0].endswith(f"{moved / 'a.md'}:3-3") and first[2].strip() == f"same as {notes / 'a.md'}", after.stdout
+    assert "no longer where" not in after.stderr
+    assert run_oboyu(oboyu_env, "remove", "notes").returncode == 0
+    assert "is missing" not in run_oboyu(oboyu_env, "index", str(moved)).stderr
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="Windows names hold no newline")
 def test_a_name_with_a_newline_is_got_by_a_glob_and_as_printed(tmp_path: Path, oboyu_env: dict) -> None:
     """A user trial: `get 'folder/**'` left out `new\nline.md`, and its name as `query` printed it

@@ -217,19 +217,24 @@ def test_results_link_to_their_file_on_a_terminal(indexed: Indexed) -> None:
     assert "\x1b" not in plain and "週次ミーティング" in plain
 
 
-def made_result(rank: int, confidence: float, likely: bool, weak: bool = False) -> Result:
-    return Result(rank=rank, confidence=confidence, path=f"/notes/{rank}.md", start_line=1, end_line=2, heading="",
+def made_result(rank: int, confidence: float, likely: bool, weak: bool = False, folder: Path | None = None) -> Result:
+    """A result of file `rank`.md in `folder`, made there (the text output marks a file not on disk)."""
+    path = folder / f"{rank}.md" if folder else Path(f"/notes/{rank}.md")
+    if folder:
+        path.write_text(f"passage {rank}\n", encoding="utf-8")
+    return Result(rank=rank, confidence=confidence, path=str(path), start_line=1, end_line=2, heading="",
                   title=None, snippet=f"passage {rank}", chunk_id=f"{rank:016x}", likely=likely, weak=weak)
 
 
-def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order() -> None:
+def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order(tmp_path: Path) -> None:
     """A user trial: beside a 0.83 answer, nine files at 0.004 looked like the answer's peers. They
     stay (the right answer is sometimes among them), after a divider, in rank order."""
     from oboyu.cli.output import UNLIKELY_DIVIDER, write_results
     from oboyu.search.query import unlikely_from
 
-    results = [made_result(1, 0.83, True), made_result(2, 0.004, False), made_result(3, 0.31, True),
-               made_result(4, 0.004, False), made_result(5, 0.003, False)]
+    results = [made_result(1, 0.83, True, folder=tmp_path), made_result(2, 0.004, False, folder=tmp_path),
+               made_result(3, 0.31, True, folder=tmp_path), made_result(4, 0.004, False, folder=tmp_path),
+               made_result(5, 0.003, False, folder=tmp_path)]
     assert unlikely_from(results) == 3  # after the last likely one: the order is never changed
     # none likely (a good match told by the question's tokens, its confidences all under the line): all set apart
     assert unlikely_from(results[1:2]) == 0 and unlikely_from(results[3:]) == 0
@@ -237,7 +242,7 @@ def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order(
     out = io.StringIO()
     write_results(results, "text", out=out, env={})
     lines = out.getvalue().splitlines()
-    assert lines.index(f"    {UNLIKELY_DIVIDER}") == lines.index(" 4. 0.004  /notes/4.md:1-2") - 1
+    assert lines.index(f"    {UNLIKELY_DIVIDER}") == lines.index(f" 4. 0.004  {tmp_path}/4.md:1-2") - 1
     assert sum(UNLIKELY_DIVIDER in line for line in lines) == 1
     alone = io.StringIO()
     write_results(results[3:], "text", out=alone, env={})  # none over the line: the divider comes first
@@ -247,7 +252,7 @@ def test_unlikely_results_beside_a_good_match_are_set_apart_in_their_rank_order(
     assert UNLIKELY_DIVIDER not in weak.getvalue()
 
 
-def test_across_languages_scores_read_as_untold_where_people_read_them() -> None:
+def test_across_languages_scores_read_as_untold_where_people_read_them(tmp_path: Path) -> None:
     """Beside "how sure each is cannot be told", a user trial read 0.024 as a verdict: the text and
     the app print `?`; CSV and JSON keep the number and say why it is not to be read."""
     from rich.console import Console
@@ -255,11 +260,11 @@ def test_across_languages_scores_read_as_untold_where_people_read_them() -> None
     from oboyu.cli.output import write_results
     from oboyu.tui.widgets import result_prompt
 
-    across = [replace(made_result(rank, 0.024 / rank, True), across_languages=True) for rank in (1, 2)]
+    across = [replace(made_result(rank, 0.024 / rank, True, folder=tmp_path), across_languages=True) for rank in (1, 2)]
     text = io.StringIO()
     write_results(across, "text", out=text, env={})
     assert [line for line in text.getvalue().splitlines() if line[2:4] == ". "] == \
-        [" 1.     ?  /notes/1.md:1-2", " 2.     ?  /notes/2.md:1-2"]
+        [f" 1.     ?  {tmp_path}/1.md:1-2", f" 2.     ?  {tmp_path}/2.md:1-2"]
     sheet = io.StringIO()
     write_results(across + [made_result(3, 0.5, True)], "csv", out=sheet, env={})
     rows = list(csv.reader(io.StringIO(sheet.getvalue())))
@@ -271,7 +276,7 @@ def test_across_languages_scores_read_as_untold_where_people_read_them() -> None
         [(None, True), (None, True), (True, False)]
     plain = io.StringIO()
     write_results([made_result(1, 0.024, True)], "text", out=plain, env={})
-    assert " 1. 0.024  /notes/1.md:1-2" in plain.getvalue()
+    assert " 1. 0.024  /notes/1.md:1-2  (missing)" in plain.getvalue()  # not on disk: marked
     for result, score in ((across[0], "?"), (made_result(1, 0.024, True), "0.024")):
         console = Console(width=60, record=True, file=io.StringIO())
         console.print(result_prompt(result))

@@ -16,6 +16,7 @@ from rich.cells import cell_len
 
 from oboyu import api
 from oboyu.cli.common import db_option, db_path, index_model, open_reading
+from oboyu.cli.missing import say_moved
 from oboyu.documents.crawl import Hidden, JunkFolder
 from oboyu.documents.filetypes import SNIFF_BYTES, UNSUPPORTED, looks_like_text
 from oboyu.errors import OboyuError
@@ -74,6 +75,8 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
         stats = indexer.index(paths, name, description) if paths else indexer.update()
     stats.seconds = time.perf_counter() - started  # with what the model's loading cost (a first use's probe, build)
     _report(stats, quiet, verbose)
+    if paths and not quiet:
+        say_moved(path)
     _make_search_arrays(path, quiet)
     if watch:
         _watch(indexer, path, quiet, verbose)

@@ -94,7 +94,9 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
             out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
         location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
-        out.write(f"{number:>2}. {r.readable_score:>5}{weak}  {click.style(location, bold=True) if coloured else location}\n")
+        gone = "  (missing)" if not os.path.lexists(r.path) else ""  # the stderr note says why, once
+        out.write(f"{number:>2}. {r.readable_score:>5}{weak}  {click.style(location, bold=True) if coloured else location}"
+                  f"{click.style(gone, fg='yellow') if coloured and gone else gone}\n")
         heading = visible(r.heading or r.title or "")
         if r.other_matches:
             heading = f"{heading}  (+{r.other_matches} more in this file)" if heading else f"(+{r.other_matches} more in this file)"

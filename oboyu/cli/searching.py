@@ -13,6 +13,7 @@ import click
 
 from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
+from oboyu.cli.missing import say_missing
 from oboyu.cli.output import FORMATS, write_results
 from oboyu.config import settings
 from oboyu.errors import OboyuError
@@ -172,6 +173,7 @@ def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
     write_results(shown, asked.output_format, asked.explain, out, env)
     if any(r.across_languages for r in shown):
         click.echo(f"oboyu: {ACROSS_LANGUAGES}", file=err)
+    say_missing(shown, err)
     if not shown:
         _say_no_match(asked, results, err)
         return EXIT_NO_RESULTS

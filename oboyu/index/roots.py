@@ -112,3 +112,15 @@ class RootTable:
         return [RootSummary(Root(path, name, bool(follow), description), int(docs), int(chunks), last, tuple(left_out or ()))
                 for path, name, follow, description, docs, chunks, last, left_out in rows]
 
+
+    def copies_in_other_roots(self, root: str) -> tuple[int, dict[str, int]]:
+        """(the root's files, other root -> how many of them it holds the same content of): a
+        folder moved and indexed at its new place, the old place missing."""
+        total = int((self.con.execute("SELECT count(*) FROM documents WHERE root = ?", [root]).fetchone() or (0,))[0])
+        rows = self.con.execute(
+            """
+            SELECT b.root, count(DISTINCT a.id) FROM documents a JOIN documents b
+                ON a.sha256 = b.sha256 AND b.root <> a.root
+            WHERE a.root = ? AND a.sha256 IS NOT NULL GROUP BY b.root
+            """, [root]).fetchall()
+        return total, {other: int(n) for other, n in rows}

@@ -7,6 +7,7 @@ orders the best files) -> snippets."""
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -407,22 +408,29 @@ def fuse(legs: dict[str, Scores], mode: Mode, files: dict[str, str], full_match:
 
 def fold_copies(chosen: Scores, hits: dict[str, SearchHit], k: int) -> tuple[Scores, dict[str, list[str]]]:
     """The first k results of distinct content, each with the paths of its copies among the
-    rest (`のコピー.xlsx`, `(1).epub`: one answer, not a list of the same file)."""
+    rest (`のコピー.xlsx`, `(1).epub`: one answer, not a list of the same file). A copy on disk
+    is shown before one that is not: a folder moved and indexed at its new place, the old place's
+    rows kept while it is missing (an unmounted drive's are), showed the old path."""
     kept: Scores = []
-    first: dict[str, str] = {}  # content hash -> the chunk id that shows it
+    first: dict[str, int] = {}  # content hash -> its place in kept
     copies: dict[str, list[str]] = {}
     for cid, score in chosen:
         hit = hits.get(cid)
         if hit is None:
             continue
-        shown = first.get(hit.content) if hit.content else None
-        if shown is not None:
-            copies[shown].append(disk_path(hit.path))
+        place = first.get(hit.content) if hit.content else None
+        if place is not None:
+            shown = kept[place][0]
+            if not os.path.lexists(disk_path(hits[shown].path)) and os.path.lexists(disk_path(hit.path)):
+                kept[place] = (cid, kept[place][1])
+                copies[cid] = [*copies.pop(shown), disk_path(hits[shown].path)]
+            else:
+                copies[shown].append(disk_path(hit.path))
         elif len(kept) < k:
             kept.append((cid, score))
             copies[cid] = []
             if hit.content:
-                first[hit.content] = cid
+                first[hit.content] = len(kept) - 1
     return kept, copies
 
 
