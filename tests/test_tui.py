@@ -523,6 +523,27 @@ def test_the_preview_wraps_a_long_line_under_its_number() -> None:
     assert len(unwrapped.plain.split("\n")) == len(lines) and row == 3
 
 
+def test_the_preview_never_starts_a_row_with_a_closing_mark() -> None:
+    """A user trial: the preview's rows of a Japanese paragraph started with 。 (Rich folds at
+    the edge wherever it falls). At every width: no row starts with a closing mark nor ends with
+    an opening one, each fits, nothing is lost; English still breaks at spaces."""
+    from rich.cells import cell_len
+
+    from oboyu.tui.preview import preview_text
+    from oboyu.tui.wrapping import NO_ROW_END, NO_ROW_START
+
+    paragraph = "会議は十時から。資料は「前日」までに共有する（厳守）。議事録は、翌日までにまとめる。ちょっと待ってね！" * 3
+    for width in range(20, 61):
+        text, _ = preview_text(["x", paragraph], 2, 2, {}, width=width)
+        rows = [row[4:] for row in text.plain.split("\n")[1:]]
+        assert "".join(rows) == paragraph and all(cell_len(row) <= width - 4 for row in rows), width
+        assert not any(row[0] in NO_ROW_START for row in rows[1:]), (width, rows)
+        assert not any(row[-1] in NO_ROW_END for row in rows[:-1]), (width, rows)
+    sentence = "the quick brown fox jumps over the lazy dog "
+    english, _ = preview_text(["x", sentence * 3], 2, 2, {}, width=30)
+    assert all(set(row[4:].split()) <= set(sentence.split()) for row in english.plain.split("\n")[1:])  # whole words
+
+
 def test_the_preview_of_a_passage_inside_one_long_line_starts_at_the_passage() -> None:
     """A user trial: a result inside a minified file's one line of 108 KB showed the line's start,
     a hundred rows above the passage. The rows of its snippet are the marked ones, and the view

@@ -16,6 +16,7 @@ from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
 from oboyu.search.query import Result
 from oboyu.text import visible, visible_pieces
+from oboyu.tui.wrapping import row_breaks
 
 MATCH = Style(bold=True, color="black", bgcolor="yellow")  # readable on light and dark themes
 _FOCUS = Style(meta={"passage": True})  # invisible: finds the rows of a passage within a long line
@@ -59,7 +60,7 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
             line.stylize(_FOCUS, len(visible(raw[: focus[0]])), len(visible(raw[: focus[1]])))
         if number == first:
             first_row = rows  # where the passage starts, unless its focus is further down the line
-        parts = list(line.wrap(console, room, no_wrap=False, overflow="fold")) if console else [line]
+        parts = _rows(line, console, room)
         for i, part in enumerate(parts or [line]):
             inside = first <= number <= last and (not focused or any(span.style == _FOCUS for span in part.spans))
             if focused and inside and passage_row is None:
@@ -72,6 +73,16 @@ def preview_text(lines: list[str], first: int, last: int, spans: dict[int, list[
             out.append_text(part)
             rows += 1
     return out, first_row if passage_row is None else passage_row
+
+
+def _rows(line: Text, console: Console | None, room: int) -> list[Text]:
+    """A line cut into rows of `room` cells: English by Rich's word wrap, a line with Japanese
+    by kinsoku's rules (`wrapping.row_breaks`)."""
+    if console is None or line.cell_len <= room:
+        return [line]
+    if line.plain.isascii():
+        return list(line.wrap(console, room, no_wrap=False, overflow="fold"))
+    return list(line.divide(row_breaks(line.plain, room)))
 
 
 def read_preview(result: Result, query: str, width: int = 0) -> tuple[Text, int]:
