@@ -477,6 +477,40 @@ def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path
         assert done.returncode == 2 and "OBOYU_CACHE_DIR sets another folder" in done.stderr, done.stderr
 
 
+def test_a_damaged_index_and_a_full_disk_are_said_as_such(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: a damaged index (bytes overwritten) was "in use by another oboyu process"
+    after a 15 s wait (DuckDB's "block" held "lock"); a half-copied one, and a full disk, were
+    "unexpected error: IOException" / "TransactionException"."""
+    import duckdb
+
+    from oboyu.index.failures import explained
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# メモ\n\n" + "本文の段落。" * 400 + "\n", encoding="utf-8")
+    good = tmp_path / "good.duckdb"
+    assert oboyu(oboyu_env, "index", str(notes), "--db", str(good)).returncode == 0
+    whole = good.read_bytes()
+    overwritten = bytearray(whole)
+    overwritten[5000:8000] = bytes(range(256)) * 11 + bytes(184)
+    (tmp_path / "overwritten.duckdb").write_bytes(bytes(overwritten))
+    (tmp_path / "half.duckdb").write_bytes(whole[: len(whole) // 2])
+    for name in ("overwritten", "half"):
+        for command in (("status",), ("query", "メモ")):
+            done = oboyu(oboyu_env, *command, "--db", str(tmp_path / f"{name}.duckdb"), timeout=60)
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+            assert f"{name}.duckdb is damaged or incomplete" in done.stderr and "in use" not in done.stderr, done.stderr
+            assert "move it aside and run `oboyu index FOLDER...`" in done.stderr, done.stderr
+    # DuckDB's own exceptions, as a full disk and a folder it may not write raise them
+    full = explained(duckdb.TransactionException('TransactionContext Error: Failed to commit: Could not write file '
+                                                 '"/data/i.duckdb.wal": No space left on device'))
+    assert str(full).startswith("the disk holding /data/i.duckdb.wal is full; free some space")
+    denied = explained(duckdb.IOException('IO Error: Cannot open file "/data/i.duckdb.wal": Permission denied'))
+    assert str(denied).startswith("cannot write /data/i.duckdb.wal: permission denied")
+    assert explained(duckdb.CatalogException("Catalog Error: Table with name x does not exist")) is None
+    assert explained(OSError("Corrupt database file")) is None  # only DuckDB's
+
+
 def test_an_indexed_folder_s_name_given_to_index_is_that_folder(tmp_path: Path, oboyu_env: dict) -> None:
     """A user trial: `oboyu index docs` away from it (docs as `status` names it) said "indexed",
     did nothing and exited 0, where any other missing path is an error."""

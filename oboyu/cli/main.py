@@ -21,6 +21,7 @@ from oboyu import __version__
 from oboyu.cli.common import EXIT_ERROR
 from oboyu.cli.interrupts import INTERRUPTED, interrupt_outside_imports, leave_closed_pipe, leave_now
 from oboyu.errors import OboyuError
+from oboyu.index.failures import explained
 from oboyu.text import visible
 
 
@@ -195,6 +196,9 @@ def main() -> None:
             _interrupted()
         if debug:
             traceback.print_exc()
+        if (said := explained(exc)) is not None:  # DuckDB's: a full disk, a damaged index
+            click.echo(visible(f"oboyu: error: {said}"), err=True)
+            sys.exit(EXIT_ERROR)
         click.echo(visible(f"oboyu: unexpected error: {type(exc).__name__}: {exc} (--debug shows the traceback)"), err=True)
         sys.exit(EXIT_ERROR)
 

@@ -23,6 +23,7 @@ from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
+from oboyu.index.failures import LOCK, explained
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, StoredFile, chunk_id
 from oboyu.index.roots import ROOT_CHANGED, RootTable
 from oboyu.index.waiting import open_waiting
@@ -93,14 +94,14 @@ class Store(RootTable):
                 config["memory_limit"] = READ_MEMORY_LIMIT
             con = duckdb.connect(str(self.path), read_only=self.read_only, config=config)
         except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
+            if LOCK.search(str(exc)):
                 raise IndexBusyError(f"the index {self.path} is in use by another oboyu process; try again when it finishes") from exc
             if "not a valid DuckDB database file" in str(exc):
                 raise OboyuError(f"{self.path} is not an index (not a DuckDB database file); give --db an index, "
                                  "or a new file's path to make one") from exc
-            raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
+            raise explained(exc, self.path) or OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         except duckdb.Error as exc:
-            raise OboyuError(f"cannot open the index {self.path}: {exc}") from exc
+            raise explained(exc, self.path) or OboyuError(f"cannot open the index {self.path}: {exc}") from exc
         return _quiet(con)
 
     @classmethod

@@ -1,0 +1,47 @@
+"""DuckDB's failures on an index's files, said as a person can act on them. DuckDB raises its own
+exceptions, not OSError, so a full disk read "unexpected error: TransactionException: ... No space
+left on device", and a damaged file "unexpected error: IOException: ... Could not read enough
+bytes" (a user trial). Read from the message, since DuckDB gives no errno; no import of duckdb
+here, so that the command's last line of defence stays light."""
+
+from __future__ import annotations
+
+import re
+
+from oboyu.errors import OboyuError
+
+_FILE = re.compile(r'file "([^"]+)"')
+_DAMAGED = ("Corrupt database file", "Could not read enough bytes", "checksum", "database file is corrupt")
+# DuckDB's own word for another process holding the file (`Could not set lock on file`,
+# `Conflicting lock is held`): whole words, since a damaged file's message names a "block"
+LOCK = re.compile(r"\block\b", re.IGNORECASE)
+
+
+def from_duckdb(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in ("_duckdb", "duckdb")
+
+
+def explained(exc: BaseException, index: object = None) -> OboyuError | None:
+    """The one-line error for a DuckDB failure on a file (`index`: the index's path, where the
+    message names none), or None when it is not one of these."""
+    if not from_duckdb(exc):
+        return None
+    text = str(exc)
+    named = _FILE.search(text)
+    where = named.group(1) if named else (str(index) if index is not None else "the index")
+    if "No space left on device" in text:
+        return OboyuError(f"the disk holding {where} is full; free some space and run it again "
+                          "(what was stored is kept: `oboyu index` goes on from there)")
+    if "Read-only file system" in text:
+        return OboyuError(f"{where} is on a read-only disk; choose a writable place for the index (--db or OBOYU_DB)")
+    if "Permission denied" in text:
+        return OboyuError(f"cannot write {where}: permission denied; check the permissions of the index's folder "
+                          "(DuckDB writes a .wal file beside the index), or choose another place (--db or OBOYU_DB)")
+    if any(sign in text for sign in _DAMAGED):
+        return damaged(index if index is not None else where, text)
+    return None
+
+
+def damaged(index: object, detail: str) -> OboyuError:
+    return OboyuError(f"the index {index} is damaged or incomplete ({detail.splitlines()[0]}); move it aside "
+                      "and run `oboyu index FOLDER...` to make it again")
