@@ -195,6 +195,29 @@ def test_an_unavailable_provider_is_a_one_line_error(oboyu_env: dict[str, str]) 
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_provider_asked_for_is_checked_before_the_index_changes(tmp_path: Path, oboyu_env: dict[str, str]) -> None:
+    """A user trial: `oboyu --provider bogus index` (or cuda, with no GPU) re-embedded the index,
+    dropping every vector, and only then said the provider was not there; a query with any
+    provider asked for on an index whose passages OpenVINO made said the index must be
+    re-embedded (a query's vector is onnxruntime's either way)."""
+    from conftest import EXAMPLE_NOTES, run_oboyu
+
+    assert run_oboyu(oboyu_env, "index", str(EXAMPLE_NOTES)).returncode == 0
+    before = json.loads(run_oboyu(oboyu_env, "status", "--json").stdout)
+    for asked in (("--provider", "bogus"), ("--provider", "coreml")):
+        done = run_oboyu(oboyu_env, *asked, "index")
+        assert done.returncode == 2 and done.stderr.strip().startswith(f"oboyu: error: provider {asked[1]} is not "
+                                                                       "available"), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = run_oboyu({**oboyu_env, "OBOYU_PROVIDER": "tensorrt"}, "index")
+    assert done.returncode == 2 and "provider tensorrt is not available" in done.stderr, done.stderr
+    assert json.loads(run_oboyu(oboyu_env, "status", "--json").stdout) == before  # vectors, model, counts as they were
+    plain = run_oboyu(oboyu_env, "query", "カレーの作り方", "--json")
+    on_cpu = run_oboyu(oboyu_env, "--provider", "cpu", "query", "カレーの作り方", "--json")
+    assert on_cpu.returncode == plain.returncode == 0, on_cpu.stderr
+    assert [r["path"] for r in json.loads(on_cpu.stdout)] == [r["path"] for r in json.loads(plain.stdout)]
+
+
 def residual_norm_graph() -> bytes:
     """A residual's Add and LayerNormalization on (batch, sequence, hidden): the shapes onnxruntime
     fuses into SkipLayerNormalization."""

@@ -202,7 +202,7 @@ def _indexer(db: Path, quiet: bool, follow_symlinks: bool, full: bool, model: st
     """The indexer for one run; with `cluster`, its workers there, stopped when the run ends."""
     progress = ProgressLine(enabled=not quiet)
     indexed_with = index_model(db)
-    embedder = load_embedder(indexed_with, model, progress)
+    embedder = load_embedder(indexed_with, model, progress, indexing=True)
     if indexed_with is not None and indexed_with != embedder.info.model_id and not quiet:
         progress.message(f"oboyu: the index was built with {indexed_with}; every file is embedded again "
                          f"with {embedder.info.model_id}")

@@ -282,7 +282,7 @@ def eval_command(docs: Path, queries: Path, modes: tuple[str, ...], db: Path | N
         click.echo(f"oboyu: {len(unknown)} of {len(query_list)} queries name no document of {docs} (first: "
                    f"{visible(sorted(unknown[0].relevant)[0])!r}); they count as misses", err=True)
     progress = ProgressLine()
-    embedder = load_embedder(index_model(db) if db else None, model, progress)
+    embedder = load_embedder(index_model(db) if db else None, model, progress, indexing=True)
     with tempfile.TemporaryDirectory(prefix="oboyu-eval-") as tmp:
         path = db or Path(tmp) / "eval.duckdb"
         folder = (path.parent / (path.stem + "-docs")) if db else Path(tmp) / "docs"

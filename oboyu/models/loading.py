@@ -37,18 +37,24 @@ def load_default_embedder(progress: ProgressLine | None = None, on_build_step: C
 
 def load_embedder(indexed_with: str | None, requested: str | None = None, progress: ProgressLine | None = None,
                   on_build_step: Callable[[str], None] | None = None,
-                  notify: Callable[[str], None] | None = None) -> Embedder:
+                  notify: Callable[[str], None] | None = None, indexing: bool = False) -> Embedder:
     """The model to embed with: `requested` (an installed model's id or folder name; the default
     model's id means the bundled build) if given, else the one the index was built with
     (`indexed_with`, its `id@fingerprint`), else the default model. It runs on the platform's
-    provider (`oboyu.providers`), and on the engine the index's vectors came from unless a
-    provider is asked for (`--provider`, which re-embeds an index made by the other engine);
-    `notify` hears why an accelerator was dropped."""
+    provider (`oboyu.providers`), and on the engine the index's vectors came from unless an
+    indexing run asks for a provider (`--provider`, which re-embeds an index made by the other
+    engine; a query's own vector is onnxruntime's either way). A provider asked for is checked
+    first: a typo once re-embedded the index, losing every vector, before it was refused (a user
+    trial). `notify` hears why an accelerator was dropped."""
+    if os.environ.get(ENV_OVERRIDE):
+        from oboyu.models.providers import choose_here
+
+        choose_here()  # an unknown or unavailable provider: its one-line error, before anything changes
     model = None
     engine = None
     if indexed_with is not None:
         indexed_with, indexed_engine = split_engine(indexed_with)
-        if requested is None and not os.environ.get(ENV_OVERRIDE):
+        if requested is None and not (indexing and os.environ.get(ENV_OVERRIDE)):
             engine = indexed_engine
         if engine == OPENVINO and not openvino_installed():
             raise OboyuError("the index's vectors were made with OpenVINO, which is not installed here; "
