@@ -153,6 +153,10 @@ def test_each_command_is_found_by_its_name_and_listed_in_the_help(oboyu_env: dic
     assert "No such command 'serach'; did you mean `oboyu query`?" in unknown.stderr
     assert "did you mean `oboyu status`?" in oboyu(oboyu_env, "statu").stderr
     assert "did you mean" not in oboyu(oboyu_env, "xyzzy").stderr
+    for group in ("models", "cache"):  # a group alone: its help as written (a trial's read as one "error" line)
+        alone = oboyu(oboyu_env, group)
+        assert alone.returncode == 0 and alone.stdout.startswith("Usage: ") and "␊" not in alone.stdout
+        assert f" {group} [OPTIONS] COMMAND" in alone.stdout and "Commands:" in alone.stdout and not alone.stderr
     script = str(Path(sys.executable).with_name("oboyu"))  # completion is the installed command's (its name)
     completion = {**oboyu_env, "_OBOYU_COMPLETE": "bash_complete", "COMP_CWORD": "2"}
     typo = subprocess.run([script], env={**completion, "COMP_WORDS": "oboyu statu "}, capture_output=True, text=True)

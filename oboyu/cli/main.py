@@ -156,6 +156,9 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:  # `oboyu models` alone: its help, as written
+        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+        sys.exit(0)
     except click.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         if isinstance(exc, click.NoSuchOption) and exc.ctx and exc.ctx.command.name == "query":
