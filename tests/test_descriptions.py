@@ -116,6 +116,10 @@ def test_a_bad_description_is_a_one_line_error(indexed: Indexed, oboyu) -> None:
         ("index", str(indexed.notes), "--describe", "a\nb"): "one line",
         ("index", str(indexed.notes / "sub"), "--describe", "x"): "--describe describes a folder indexed on its own",
         ("index", str(indexed.notes), str(indexed.garden), "--describe", "x"): "--describe goes with exactly one PATH",
+        # a name is typed back (--root, remove): a user trial's `a\nb` was listed as `a␊b`
+        ("index", str(indexed.notes), "--name", "a\nb"): "control character U+000A",
+        ("index", str(indexed.notes), "--name", "c\x1b[31md"): "control character U+001B",
+        ("index", str(indexed.notes), "--name", " "): "a folder's name cannot be empty",
     }
     for args, reason in refused.items():
         done = oboyu(*args)

@@ -25,7 +25,7 @@ from oboyu.index.index_file import IndexFile, file_signature
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import index_busy
 from oboyu.index.reports import IndexStats
-from oboyu.index.roots import checked_description
+from oboyu.index.roots import checked_description, checked_name
 from oboyu.models.loading import load_embedder
 from oboyu.paths import disk_path
 from oboyu.progress import ProgressLine
@@ -64,6 +64,8 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
             raise click.UsageError(f"{option} goes with exactly one PATH")
     if description is not None:
         checked_description(description)  # before the model loads
+    if name is not None:
+        checked_name(name)
     if watch and cluster:
         raise click.UsageError("--watch keeps the index current from this machine: drop --cluster")
     path = db_path(db)

@@ -19,6 +19,7 @@ from oboyu.text import valid_text
 MAX_DESCRIPTION_CHARS = 500
 ROOT_CHANGED = "root_changed:"  # meta key + a root's path: when it last lost files
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # tab is text
+_NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # a name is typed back: no tab, no line break either
 
 
 def checked_description(text: str) -> str | None:
@@ -35,6 +36,16 @@ def checked_description(text: str) -> str | None:
     if len(text) > MAX_DESCRIPTION_CHARS:
         raise OboyuError(f"a folder's description is at most {MAX_DESCRIPTION_CHARS} characters; this one has {len(text)}")
     return text
+
+
+def checked_name(name: str) -> str:
+    """A folder's name as given with `--name`, typed back with `--root`, `reindex` and `remove`: a
+    line break or an escape in it could not be (a user trial's `a\nb` was listed as `a␊b`)."""
+    if not name.strip():
+        raise OboyuError("a folder's name cannot be empty; leave out --name to name it after the folder")
+    if control := _NAME_CONTROL.search(name):
+        raise OboyuError(f"a folder's name is plain text: it holds the control character U+{ord(control[0]):04X}")
+    return name
 
 
 class RootTable:
