@@ -469,6 +469,16 @@ def test_an_index_path_that_is_no_index_or_cannot_be_made_says_so(tmp_path: Path
         assert done.returncode == 2 and "cache.sqlite3 is not an index (an SQLite database)" in done.stderr, done.stderr
         assert "extension" not in done.stderr.lower(), done.stderr
     assert (tmp_path / "cache.sqlite3").read_bytes() == before
+    # a pipe there made every command wait for a writer forever (a user trial); a folder read raw
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.duckdb")
+    (tmp_path / "folder.duckdb").mkdir()
+    for name, kind in (("pipe.duckdb", "a pipe"), ("folder.duckdb", "a folder")):
+        if not (tmp_path / name).exists():
+            continue
+        for command in (("status",), ("query", "メモ"), ("index", str(tmp_path / "notes"))):
+            done = oboyu({**oboyu_env, "OBOYU_DB": str(tmp_path / name)}, *command, timeout=60)
+            assert done.returncode == 2 and f"{name} is not an index ({kind})" in done.stderr, done.stderr
     if os.path.isdir("/proc/self"):
         done = oboyu(oboyu_env, "index", str(tmp_path / "notes"), "--db", "/proc/self/index.duckdb")
         assert done.returncode == 2 and "that folder takes no new files" in done.stderr, done.stderr

@@ -1,4 +1,5 @@
-"""DuckDB's failures on an index's files, said as a person can act on them. DuckDB raises its own
+"""What can be wrong with an index's file, said as a person can act on it: what stands at its path
+(`not_an_index`), and DuckDB's failures on it. DuckDB raises its own
 exceptions, not OSError, so a full disk read "unexpected error: TransactionException: ... No space
 left on device", and a damaged file "unexpected error: IOException: ... Could not read enough
 bytes" (a user trial). Read from the message, since DuckDB gives no errno; no import of duckdb
@@ -6,7 +7,10 @@ here, so that the command's last line of defence stays light."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from pathlib import Path
 
 from oboyu.errors import OboyuError
 
@@ -45,3 +49,26 @@ def explained(exc: BaseException, index: object = None) -> OboyuError | None:
 def damaged(index: object, detail: str) -> OboyuError:
     return OboyuError(f"the index {index} is damaged or incomplete ({detail.splitlines()[0]}); move it aside "
                       "and run `oboyu index FOLDER...` to make it again")
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def not_an_index(path: Path) -> str | None:
+    """What stands at the index's path when it cannot be an index: a pipe there made every
+    command wait for a writer forever (a user trial), a folder read as DuckDB's raw error, and
+    DuckDB reached for its SQLite extension (a download) to open an SQLite file. None when it
+    may be one, or is missing (a new index) or unreadable (DuckDB says which)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    if kind := next((kind for test, kind in kinds if test(mode)), None):
+        return kind
+    try:
+        with open(path, "rb") as file:
+            return "an SQLite database" if file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC else None
+    except OSError:
+        return None

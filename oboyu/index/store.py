@@ -23,7 +23,7 @@ from oboyu.documents.keywords import words_in
 from oboyu.errors import IndexBusyError, OboyuError
 from oboyu.index import integrity, schema
 from oboyu.index.columns import insert_columns, nullable_ints, nullable_strings, objects, registered
-from oboyu.index.failures import LOCK, explained
+from oboyu.index.failures import LOCK, explained, not_an_index
 from oboyu.index.records import ChunkRecord, DocumentRecord, KnownSkip, Move, Root, StoredFile, chunk_id
 from oboyu.index.roots import ROOT_CHANGED, RootTable
 from oboyu.index.waiting import open_waiting
@@ -43,17 +43,6 @@ _log = logging.getLogger(__name__)
 
 class _NeedsUpgrade(Exception):
     """A read-only open found an older schema."""
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as file:
-            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:  # missing (a new index) or unreadable: DuckDB says which
-        return False
 
 
 class Store(RootTable):
@@ -83,9 +72,8 @@ class Store(RootTable):
             raise
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        if _is_sqlite(self.path):  # DuckDB would reach for its SQLite extension (a download) to open it
-            raise OboyuError(f"{self.path} is not an index (an SQLite database); give --db an index, "
-                             "or a new file's path to make one")
+        if kind := not_an_index(self.path):
+            raise OboyuError(f"{self.path} is not an index ({kind}); give --db an index, or a new file's path to make one")
         try:
             # nothing leaves the machine: DuckDB otherwise downloads an extension a file seems to need
             config: dict[str, str | bool | int | float | list[str]] = {
