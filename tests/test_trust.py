@@ -75,6 +75,14 @@ def test_a_damaged_embedding_cache_is_moved_aside_and_indexing_goes_on(tmp_path:
     cleared = oboyu(env, "cache", "clear")
     assert cleared.returncode == 0 and "Traceback" not in cleared.stderr and "unexpected" not in cleared.stderr
     assert not list(tmp_path.glob("embeddings.sqlite3.broken-*"))  # clear empties what was moved aside too
+    # one that exists and cannot be opened (a trial's read-only one held 866): an error, not "0 vectors"
+    (tmp_path / "a-folder").mkdir()
+    for command in (("cache", "stats"), ("cache", "clear")):
+        done = oboyu(dict(env, OBOYU_EMBEDDING_CACHE=str(tmp_path / "a-folder")), *command)
+        assert done.returncode == 2 and done.stderr.startswith(f"oboyu: error: cannot open the embedding cache "
+                                                               f"{tmp_path / 'a-folder'} ("), done.stderr
+        assert "OBOYU_EMBEDDING_CACHE" in done.stderr and not done.stdout, done.stdout
+    assert (tmp_path / "a-folder").is_dir() and not list(tmp_path.glob("a-folder.broken-*"))  # a folder is not damage
 
 
 def test_a_full_cache_never_costs_a_vector(tmp_path: Path, embedder: Embedder) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,9 @@ from oboyu.cli.common import db_option, db_path, index_model
 from oboyu.errors import OboyuError
 from oboyu.progress import ProgressLine
 from oboyu.text import visible
+
+if TYPE_CHECKING:
+    from oboyu.index.embedding_cache import EmbeddingCache
 
 RERANK_HELP = "Reorder the best passages with the installed reranker (default: when one is installed)."
 
@@ -34,13 +38,26 @@ def cache() -> None:
     """The embedding cache: vectors kept so that unchanged text is never embedded twice."""
 
 
+def _opened_cache() -> EmbeddingCache:
+    """The embedding cache, for `cache stats` and `clear`: one that exists but cannot be opened is
+    an error there (an indexing run goes on without it), never a false "0 vectors" or "removed 0"
+    (a user trial's read-only cache held 866)."""
+    from oboyu.index.embedding_cache import EmbeddingCache
+
+    said: list[str] = []
+    cache = EmbeddingCache.default(notify=said.append)
+    if cache.con is None and cache.path.exists():
+        why = said[0].split(" (", 1)[1].rsplit(")", 1)[0] if said else "it cannot be opened"
+        raise OboyuError(f"cannot open the embedding cache {cache.path} ({why}); check the permissions of it and its "
+                         "folder (OBOYU_EMBEDDING_CACHE or OBOYU_CACHE_DIR chooses another)")
+    return cache
+
+
 @cache.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_stats(as_json: bool) -> None:
     """Show the cache's location, size and number of vectors."""
-    from oboyu.index.embedding_cache import EmbeddingCache
-
-    stats = EmbeddingCache.default().stats()
+    stats = _opened_cache().stats()
     info = {"path": str(stats.path), "vectors": stats.vectors, "models": stats.models, "bytes": stats.bytes}
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -52,9 +69,7 @@ def cache_stats(as_json: bool) -> None:
 @cache.command("clear")
 def cache_clear() -> None:
     """Empty the cache (indexes keep their vectors)."""
-    from oboyu.index.embedding_cache import EmbeddingCache
-
-    cache = EmbeddingCache.default()
+    cache = _opened_cache()
     copies = cache.damaged_copies()
     removed = cache.clear()
     also = f" and {len(copies)} damaged cop{'y' if len(copies) == 1 else 'ies'} moved aside earlier" if copies else ""

@@ -75,7 +75,7 @@ class EmbeddingCache:
             self.con.close()
             self.con = None
         moved = None
-        if isinstance(exc, sqlite3.DatabaseError) and not _is_full(exc) and self.path.exists():
+        if isinstance(exc, sqlite3.DatabaseError) and _is_damaged(exc) and self.path.is_file():
             moved = self.path.with_name(f"{self.path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
             try:
                 os.replace(self.path, moved)
@@ -193,9 +193,11 @@ class EmbeddingCache:
             self.con.close()
 
 
-def _is_full(exc: BaseException) -> bool:
-    """SQLITE_FULL: the disk (or the file's size cap) is full; the file itself is fine."""
-    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+def _is_damaged(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT or SQLITE_NOTADB: the file's own bytes are wrong, so it is moved aside. Not
+    a folder, a missing permission or a full disk: a trial's cache path that was a folder was
+    moved aside, as if damaged."""
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 @dataclass
