@@ -11,7 +11,9 @@ from collections.abc import Iterator
 
 _VISIBLE = {code: chr(0x2400 + code) for code in range(0x20) if code != 0x09}  # ␀ … ␟ (tab kept)
 _VISIBLE[0x7F] = "␡"
-_VISIBLE.update({code: f"\\x{code:02x}" for code in range(0x80, 0xA0)})  # C1: 0x9b is an 8-bit CSI
+# C1 (0x9b is an 8-bit CSI) as \u escapes: \x9b is a name's byte that was not UTF-8 (below), and a
+# trial's two files, one named with each, printed alike, so `get` of the printed name found neither
+_VISIBLE.update({code: f"\\u{code:04x}" for code in range(0x80, 0xA0)})
 _VISIBLE.update({code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)})
 # a name that was not UTF-8 on disk reaches Python as lone surrogates (U+DC80 + the byte): shown as
 # the byte, and any other lone surrogate as its code

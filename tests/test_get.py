@@ -272,6 +272,21 @@ def test_a_file_skipped_or_left_out_says_why_it_has_no_text(tmp_path: Path, oboy
         assert done.returncode == 2 and says in done.stderr and "adds one" not in done.stderr, done.stderr
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a name's raw bytes: Linux keeps them as given")
+def test_a_name_s_byte_and_a_c1_character_print_apart(tmp_path: Path, oboyu_env: dict) -> None:
+    """A user trial: a name holding the byte 0x9b (not UTF-8) and one holding U+009B printed alike,
+    so `get` of the printed name found neither. A C1 character prints as \\u009b, the byte as \\x9b."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    with open(os.fsencode(notes) + b"/c1\x9bname.txt", "wb") as file:
+        file.write("バイトの名前のメモ。\n".encode())
+    (notes / "c1\x9bname.txt").write_text("制御文字の名前のメモ。\n", encoding="utf-8")
+    assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    for printed, says in (("c1\\x9bname.txt", "バイト"), ("c1\\u009bname.txt", "制御文字")):
+        got = run_oboyu(oboyu_env, "get", f"{notes}/{printed}")
+        assert got.returncode == 0 and says in got.stdout and printed in got.stdout, got.stderr
+
+
 def test_a_file_whose_folder_moved_says_what_to_do(tmp_path: Path, oboyu_env: dict) -> None:
     """A user trial moved an indexed folder: `get` of a result said only "No such file or directory"."""
     notes = tmp_path / "notes"
