@@ -197,6 +197,8 @@ def watching(env: dict, folder: Path) -> Iterator[list[str]]:
     try:
         wait_for(lambda: any(line.startswith("watching") for line in lines))
         yield lines
+    except AssertionError as exc:  # what the watcher said is what tells why it did not do its part
+        raise AssertionError(f"{exc}; the watcher (exit status {watcher.poll()}) said:\n{''.join(lines)}") from exc
     finally:
         watcher.send_signal(signal.SIGINT)
         watcher.wait(30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -28,6 +29,13 @@ from oboyu.search.rankers import SqlRanker
 from oboyu.text import json_safe, valid_text, visible
 
 
+def _not_nan(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """click's FloatRange lets `nan` through (every comparison with it is false)."""
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("nan is not a number from 0 to 1", ctx, param)
+    return value
+
+
 @click.command()
 @click.argument("text", required=False)
 @db_option
@@ -38,7 +46,7 @@ from oboyu.text import json_safe, valid_text, visible
                    "md (a Markdown list to paste into notes); files (each file once, one a line, for xargs); files0 (each "
                    "ended by NUL, for xargs -0: any name, as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=None, metavar="X",
+@click.option("--min-score", "min_score", type=click.FloatRange(0, 1), default=None, metavar="X", callback=_not_nan,
               help="Only results whose confidence is at least X (0 to 1), of those shown (weak ones too with --all).")
 @click.option("--path", "paths", multiple=True, metavar="PATTERN", help="Only files matching PATTERN, as in .gitignore "
               "(*.md, drafts/, /top.md; `!PATTERN` leaves out), inside each indexed folder; repeatable.")

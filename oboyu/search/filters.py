@@ -132,7 +132,10 @@ def make_filters(
     """Filters from command-line style values: globs, `md,txt`, dates (`2026-01-31`, an ISO
     time, or an age such as `7d` / `12h`) and indexed folders (their absolute paths)."""
     if isinstance(types, str):
+        given = types
         types = [t for t in (part.strip() for part in types.split(",")) if t]
+        if not types:  # `--type ''` searched everything, as if not given (a user trial)
+            raise OboyuError(f"--type {given!r} names no file type; give extensions or kinds, as in md,txt or pdf")
     types = [KIND_ALIASES.get(t.lower().lstrip("."), t) for t in types or ()]
     unknown = [t for t in types if not _known_type(t)]
     if unknown:
