@@ -284,6 +284,39 @@ def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: E
 SLOW = 180.0  # seconds: each step waits for a run of the watcher on a loaded 2-core machine
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process; no file locks")
+def test_watch_waits_while_another_process_updates_the_index(tmp_path: Path, embedder: Embedder,
+                                                             oboyu_env: dict) -> None:
+    """An `oboyu index` beside the watch (a test's adding a folder, on a loaded machine) ended it:
+    "another oboyu process is updating the index". A change made meanwhile waits for that update,
+    then goes in. (The lock held here for 5 s, several of the watcher's batches: a run that never
+    tried in that time would pass without showing anything, never fail.)"""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
+    env = run_env(oboyu_env, tmp_path)
+    db = Path(env["OBOYU_DB"])
+    with watching(env, notes) as lines:
+        held = IndexLock(db)
+
+        def taken() -> bool:  # once the watcher's own first update lets go
+            try:
+                held.acquire()
+                return True
+            except IndexBusyError:
+                return False
+
+        wait_for(taken, SLOW)
+        try:
+            (notes / "garden.md").write_text("# 庭\n\nトマトの苗を植えた。\n", encoding="utf-8")
+            time.sleep(5)
+            assert not any("error" in line for line in lines), lines
+        finally:
+            held.release()
+        wait_for(lambda: str(notes / "garden.md") in paths_found(db, embedder, "トマト"), SLOW)
+    assert not any("error" in line for line in lines), lines
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
 def test_watch_follows_ignore_files_and_folders_that_go_and_come(tmp_path: Path, embedder: Embedder,
                                                                 oboyu_env: dict) -> None:

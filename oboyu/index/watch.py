@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from oboyu.documents.crawl import IGNORE_FILES
+from oboyu.errors import IndexBusyError
 from oboyu.index.indexer import Indexer
 from oboyu.index.plan import OwnFiles
 from oboyu.index.reports import IndexStats
@@ -26,6 +27,7 @@ DEBOUNCE_MS = 400  # the longest a batch gathers events
 QUIET_MS = 50  # a batch closes after this long without events
 BURST_PATHS = 200  # above this, update whole roots rather than path by path
 READY_MS = 1000  # how often the watcher wakes when nothing happens
+BUSY_RETRY_SECONDS = 0.5  # how often a change waiting for another process's update tries again
 
 
 def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Callable[[IndexStats], None],
@@ -45,6 +47,18 @@ def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Calla
             on_roots(roots, [root for root in watched if root not in roots])
         watched = roots
 
+    def update(paths: list[Path] | set[Path]) -> None:
+        """The paths brought up to date once no other process is updating the index: another
+        `oboyu index` beside the watch (one that adds a folder, say) ended it with "another oboyu
+        process is updating the index" (a test run on a loaded machine)."""
+        while True:
+            try:
+                on_batch(indexer.update_paths(paths))
+                return
+            except IndexBusyError:
+                if stop.wait(BUSY_RETRY_SECONDS):
+                    return
+
     while not stop.is_set():
         roots = roots_now()
         if not roots:  # every folder gone (an unmounted drive): wait for one to come back
@@ -59,11 +73,11 @@ def watch(indexer: Indexer, roots_now: Callable[[], list[Path]], on_batch: Calla
             if first:  # what changed before the watches were in place (since the last update, or the folder's return)
                 first = False
                 now_watching(roots)
-                on_batch(indexer.update_paths(roots))
+                update(roots)
             named = {Path(path) for _, path in changes}
             paths = changed_paths(named, roots, own)
             if paths:
-                on_batch(indexer.update_paths(paths))
+                update(paths)
             if named & set(roots) or roots_now() != roots or identities(roots) != seen:
                 break  # watch the folders as they are now: one deleted (and made again), or mounted, is another
 
