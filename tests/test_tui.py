@@ -303,6 +303,26 @@ def test_a_root_is_not_removed_while_another_process_indexes(db: Path, embedder:
         assert store.counts()[0] > 0 and len(store.roots()) == 1
 
 
+def test_a_damaged_index_is_said_as_such_in_the_app(db: Path, tmp_path: Path) -> None:
+    """A user trial: a half-copied index read "cannot load the model: IO Error..." in the app,
+    blaming the model; it is the index that is damaged, and what to do is said."""
+    whole = db.read_bytes()
+    half = tmp_path / "half.duckdb"
+    half.write_bytes(whole[: len(whole) // 2])
+
+    async def run() -> None:
+        app = OboyuApp(half)
+        messages: list[str] = []
+        notify = app.notify
+        app.notify = lambda message, **kw: (messages.append(str(message)), notify(message, **kw))[1]
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: any("is damaged or incomplete" in m for m in messages))
+            assert not any("cannot load the model" in m for m in messages), messages
+            assert app.is_running
+
+    asyncio.run(run())
+
+
 def test_errors_are_notifications_not_crashes(db: Path, home: Path, embedder: Embedder) -> None:
     """A database locked by another process, and a folder that is gone."""
     holder = subprocess.Popen(

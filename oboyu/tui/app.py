@@ -25,6 +25,7 @@ from textual.widgets import Footer, Input, OptionList
 from oboyu.cli.serving import QueryServer
 from oboyu.config import settings
 from oboyu.errors import OboyuError
+from oboyu.index.failures import explained
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import MODE_NAMES, Mode
@@ -245,8 +246,8 @@ class OboyuApp(IndexingApp):
         if box is None or not box.value.strip():
             return  # the app is closing, or the box was cleared meanwhile
         if isinstance(outcome, Exception):
-            self.notify(str(outcome) if isinstance(outcome, OboyuError) else f"search failed: {outcome!r}",
-                        severity="error")
+            said = outcome if isinstance(outcome, OboyuError) else explained(outcome, self.live.db_path)
+            self.notify(str(said) if said else f"search failed: {outcome!r}", severity="error")
             return
         self.shown, self.shown_at, self.last_search_seconds = request, time.perf_counter(), message.seconds
         if self.live.resident.generation != self._summary_generation:  # written meanwhile, perhaps elsewhere

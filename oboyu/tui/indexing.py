@@ -19,6 +19,7 @@ from textual.reactive import var
 
 from oboyu.api import open_indexer
 from oboyu.errors import OboyuError
+from oboyu.index.failures import explained
 from oboyu.index.lock import IndexLock
 from oboyu.index.reports import IndexProgress, IndexStats
 from oboyu.models.embedding import Embedder
@@ -98,7 +99,10 @@ class IndexingApp(App):
             # the model the index was built with (the default model for a new index)
             self.live.embedder = load_embedder(self.live.model_id(), on_build_step=report, notify=dropped).load()
         except Exception as exc:  # searches then say the model is missing; keyword mode still works
-            self.call_from_thread(self.notify, f"cannot load the model: {exc}", severity="error")
+            # a damaged index fails here first, reading which model it was built with (a user trial
+            # read "cannot load the model: IO Error" as the model's fault)
+            said = explained(exc, self.live.db_path) or (exc if isinstance(exc, OboyuError) else None)
+            self.call_from_thread(self.notify, str(said) if said else f"cannot load the model: {exc}", severity="error")
         finally:
             self.model_ready.set()
         self.post_message(ModelLoaded())
