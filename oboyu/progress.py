@@ -26,6 +26,7 @@ class ProgressLine:
         # a piece of work (until `clear`) says nothing, messages included, until it has run this
         # long: `--watch` printed a progress line and a meaning-pass notice for each file saved
         self.delay = delay
+        self.clock = time.monotonic  # what `delay` is measured by
         self._since: float | None = None
         self._held: list[str] = []
         self.tty = self.stream.isatty()
@@ -65,7 +66,7 @@ class ProgressLine:
         """Whether the work in hand has run `delay` seconds; the first time it has, what it held back is said."""
         if not self.delay:
             return True
-        now = time.monotonic()
+        now = self.clock()
         if self._since is None:
             self._since = now
         if now - self._since < self.delay:

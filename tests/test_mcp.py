@@ -76,6 +76,8 @@ def test_tools_over_an_in_process_session(indexed: tuple[Path, Path], embedder: 
             assert 0 <= hits[0]["confidence"] <= 1 and not hits[0]["weak"]
 
             only_txt = payload(await client.call_tool("search", {"query": "議事録", "type": "txt"}))["results"]
+            # an optional string sent empty, as clients do: no filter
+            assert payload(await client.call_tool("search", {"query": "議事録", "type": "", "path": "", "since": ""}))["results"]
             assert only_txt and all(h["path"].endswith(".txt") for h in only_txt)
             # a filter no file passes is said as such, not as "the documents lack the answer" (a user trial)
             assert "no indexed file passes the filters" in error_text(

@@ -134,7 +134,7 @@ def test_bad_combinations_are_one_line_errors(oboyu) -> None:
                        (("--explain", "--format", "files"), "--explain shows in --format text"),
                        (("--min-score", "1.5"), "1.5"),
                        (("--min-score", "nan"), "nan is not a number from 0 to 1"),  # FloatRange let it through
-                       (("--type", ",,"), "names no file type"),  # it searched everything (a user trial)
+                       (("--type", ",,"), "the file types ',,' name none"),  # it searched everything (a user trial)
                        (("--format", "xml"), "xml")):
         done = oboyu(*(() if "--stdin" in args else ("議事録",)), *args)
         assert done.returncode == 2 and says in done.stderr, (args, done.stderr)

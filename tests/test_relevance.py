@@ -277,7 +277,8 @@ def test_letters_neither_the_folder_nor_the_model_knows_have_no_good_match(tmp_p
     monkeypatch.setattr(query_module, "model_for", lambda model_id, mode: judge)
     with Store(db, read_only=True) as store:
         for question, told in (("qwzx vbnm", True), ("blorft snerk", True), ("xyzzy plugh", False),
-                               ("fire pit", False), ("カレー", False)):
+                               ("fire pit", False), ("passport renewal", False), ("kubernetes", False),
+                               ("Москва qzxv", False), ("カレー", False)):  # words of long pieces, another writing
             results = search(SqlRanker(store), embedder, question, 5)
             assert results and all(r.weak for r in results) == told, question
         # vector mode has no keyword leg to say the words are nowhere: judged as ever

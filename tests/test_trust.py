@@ -524,7 +524,7 @@ def test_a_damaged_index_and_a_full_disk_are_said_as_such(tmp_path: Path, oboyu_
                                                  '"/data/i.duckdb.wal": No space left on device'))
     assert str(full).startswith("the disk holding /data/i.duckdb.wal is full; free some space")
     denied = explained(duckdb.IOException('IO Error: Cannot open file "/data/i.duckdb.wal": Permission denied'))
-    assert str(denied).startswith("cannot write /data/i.duckdb.wal: permission denied")
+    assert str(denied).startswith("cannot open /data/i.duckdb.wal: permission denied")
     assert explained(duckdb.CatalogException("Catalog Error: Table with name x does not exist")) is None
     assert explained(OSError("Corrupt database file")) is None  # only DuckDB's
 

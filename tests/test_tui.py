@@ -547,6 +547,8 @@ def test_the_preview_never_starts_a_row_with_a_closing_mark() -> None:
     """A user trial: the preview's rows of a Japanese paragraph started with 。 (Rich folds at
     the edge wherever it falls). At every width: no row starts with a closing mark nor ends with
     an opening one, each fits, nothing is lost; English still breaks at spaces."""
+    import unicodedata
+
     from rich.cells import cell_len
 
     from oboyu.tui.preview import preview_text
@@ -559,6 +561,19 @@ def test_the_preview_never_starts_a_row_with_a_closing_mark() -> None:
         assert "".join(rows) == paragraph and all(cell_len(row) <= width - 4 for row in rows), width
         assert not any(row[0] in NO_ROW_START for row in rows[1:]), (width, rows)
         assert not any(row[-1] in NO_ROW_END for row in rows[:-1]), (width, rows)
+    # a line with spaces (and not ASCII): a space at the edge hangs, never a row alone or a word cut
+    # short; a tab takes its cells; a combining dakuten (NFD) stays with its kana
+    spaced = "東京駅 大阪駅 名古屋駅 京都駅 café au lait " * 3
+    nfd = unicodedata.normalize("NFD", "がぎぐげご。ぱぴぷぺぽ、") * 4
+    for width in range(12, 41):
+        for line in (spaced, "\t" + spaced, nfd):
+            text, _ = preview_text(["x", line], 2, 2, {}, width=width)
+            rows = [row[4:] for row in text.plain.split("\n")[1:]]
+            assert all(cell_len(row) <= width - 4 for row in rows) and all(row.strip() for row in rows[1:]), (width, rows)
+            assert "".join(rows).replace(" ", "") == line.expandtabs().replace(" ", ""), (width, rows)
+            assert not any(row and unicodedata.combining(row[0]) for row in rows), (width, rows)
+            words = {word for row in rows for word in row.split()}
+            assert words <= set(line.split()) | {w for w in words if not w.isascii()}, (width, rows)
     sentence = "the quick brown fox jumps over the lazy dog "
     english, _ = preview_text(["x", sentence * 3], 2, 2, {}, width=30)
     assert all(set(row[4:].split()) <= set(sentence.split()) for row in english.plain.split("\n")[1:])  # whole words

@@ -78,7 +78,8 @@ def index(paths: tuple[Path, ...], db: Path | None, name: str | None, descriptio
     stats.seconds = time.perf_counter() - started  # with what the model's loading cost (a first use's probe, build)
     _report(stats, quiet, verbose)
     if paths and not quiet:
-        say_moved(path)
+        with contextlib.suppress(OboyuError):  # advice only: an index busy meanwhile fails no finished run
+            say_moved(path)
     _make_search_arrays(path, quiet)
     if watch:
         _watch(indexer, path, quiet, verbose)

@@ -156,10 +156,10 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.NoArgsIsHelpError as exc:  # `oboyu models` alone: its help, as written
-        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
-        sys.exit(0)
     except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `oboyu models` alone (click 8.2+): its help, as written
+            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+            sys.exit(0)
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         if isinstance(exc, click.NoSuchOption) and exc.ctx and exc.ctx.command.name == "query":
             # a trial searched for `--dry-run`: text that starts with - goes after --

@@ -44,12 +44,13 @@ def _opened_cache() -> EmbeddingCache:
     (a user trial's read-only cache held 866)."""
     from oboyu.index.embedding_cache import EmbeddingCache
 
-    said: list[str] = []
-    cache = EmbeddingCache.default(notify=said.append)
+    told: list[str] = []  # a damaged one moved aside is said; one that cannot be opened is the error
+    cache = EmbeddingCache.default(notify=told.append)
     if cache.con is None and cache.path.exists():
-        why = said[0].split(" (", 1)[1].rsplit(")", 1)[0] if said else "it cannot be opened"
-        raise OboyuError(f"cannot open the embedding cache {cache.path} ({why}); check the permissions of it and its "
-                         "folder (OBOYU_EMBEDDING_CACHE or OBOYU_CACHE_DIR chooses another)")
+        raise OboyuError(f"cannot open the embedding cache {cache.path} ({cache.problem or 'no reason given'}); check the "
+                         "permissions of it and its folder (OBOYU_EMBEDDING_CACHE or OBOYU_CACHE_DIR chooses another)")
+    for notice in told:
+        click.echo(visible(f"oboyu: {notice}"), err=True)
     return cache
 
 

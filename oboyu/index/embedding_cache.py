@@ -46,6 +46,7 @@ class EmbeddingCache:
         self.path = Path(path)
         self.notify = notify
         self.con: sqlite3.Connection | None = None
+        self.problem: BaseException | None = None  # the last failure of the file: why there may be no connection
         self._told = False
         try:
             self.con = self._open()
@@ -71,6 +72,7 @@ class EmbeddingCache:
     def _recover(self, exc: BaseException) -> None:
         """After `exc` from the file: move a damaged file aside and start a new one, else go on
         without a cache."""
+        self.problem = exc
         if self.con is not None:
             self.con.close()
             self.con = None

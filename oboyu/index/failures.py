@@ -39,8 +39,8 @@ def explained(exc: BaseException, index: object = None) -> OboyuError | None:
     if "Read-only file system" in text:
         return OboyuError(f"{where} is on a read-only disk; choose a writable place for the index (--db or OBOYU_DB)")
     if "Permission denied" in text:
-        return OboyuError(f"cannot write {where}: permission denied; check the permissions of the index's folder "
-                          "(DuckDB writes a .wal file beside the index), or choose another place (--db or OBOYU_DB)")
+        return OboyuError(f"cannot open {where}: permission denied; check the permissions of it and of the index's "
+                          "folder (DuckDB writes a .wal file beside the index), or choose another place (--db or OBOYU_DB)")
     if any(sign in text for sign in _DAMAGED):
         return damaged(index if index is not None else where, text)
     return None

@@ -116,7 +116,7 @@ class OboyuTools:
         for name, value in (("mode", mode), ("path", path), ("type", type), ("since", since)):
             if value is not None and len(value) > MAX_ARG_CHARS:
                 raise RefusedError(f"{name} is longer than {MAX_ARG_CHARS} characters")
-        filters = make_filters([path] if path else [], type, since)
+        filters = make_filters([path] if path else [], type or None, since or None)  # "": not given, as clients send it
         results = self.live.search(query, Mode.named(mode), k, filters).results
         if not results:  # nothing ranked at all: not that the documents lack the answer (a user trial)
             if not filters.is_empty():

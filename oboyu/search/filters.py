@@ -135,7 +135,7 @@ def make_filters(
         given = types
         types = [t for t in (part.strip() for part in types.split(",")) if t]
         if not types:  # `--type ''` searched everything, as if not given (a user trial)
-            raise OboyuError(f"--type {given!r} names no file type; give extensions or kinds, as in md,txt or pdf")
+            raise OboyuError(f"the file types {given!r} name none; give extensions or kinds, as in md,txt or pdf")
     types = [KIND_ALIASES.get(t.lower().lstrip("."), t) for t in types or ()]
     unknown = [t for t in types if not _known_type(t)]
     if unknown:

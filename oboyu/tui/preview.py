@@ -82,7 +82,12 @@ def _rows(line: Text, console: Console | None, room: int) -> list[Text]:
         return [line]
     if line.plain.isascii():
         return list(line.wrap(console, room, no_wrap=False, overflow="fold"))
-    return list(line.divide(row_breaks(line.plain, room)))
+    line = line.copy()
+    line.expand_tabs()  # as Rich's wrap does: a tab takes no cell in `cell_len`
+    rows = list(line.divide(row_breaks(line.plain, room)))
+    for row in rows:
+        row.rstrip()  # a space that hung past the edge
+    return rows
 
 
 def read_preview(result: Result, query: str, width: int = 0) -> tuple[Text, int]:

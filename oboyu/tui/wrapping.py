@@ -24,8 +24,10 @@ def _wide(ch: str) -> bool:
 
 
 def _may_break(text: str, at: int) -> bool:
-    """Whether a row may end before text[at] by kinsoku's rules alone."""
-    return text[at] not in NO_ROW_START and text[at - 1] not in NO_ROW_END
+    """Whether a row may end before text[at] by kinsoku's rules alone; never before a mark that
+    takes no cell of its own (a combining dakuten of text in NFD, as PDFs and macOS names give
+    it; a variation selector), which belongs to the character before it."""
+    return text[at] not in NO_ROW_START and text[at - 1] not in NO_ROW_END and cell_len(text[at]) > 0
 
 
 def _breaks_between(text: str, at: int) -> bool:
@@ -37,12 +39,14 @@ def _breaks_between(text: str, at: int) -> bool:
 def row_breaks(text: str, width: int) -> list[int]:
     """The offsets where `text` is cut into rows of at most `width` cells: at the last place a
     row may end, else (one word longer than the row) at the last place kinsoku allows, else
-    where it overflows. A row may exceed `width` only for a character wider than it."""
+    where it overflows. A space that overflows hangs past the edge (the caller strips it), so that
+    a row is never a lone space nor cut a word short. A row may exceed `width` only for a
+    character wider than it, or by those spaces."""
     breaks: list[int] = []
     start, used = 0, 0
     for at, ch in enumerate(text):
         cells = cell_len(ch)
-        while used + cells > width and at > start:  # twice at most: a cut that moved too much down
+        while ch != " " and used + cells > width and at > start:  # twice at most: a cut that moved too much down
             candidates = range(at, start, -1)
             cut = next((p for p in candidates if _breaks_between(text, p) and _may_break(text, p)), None)
             if cut is None:
