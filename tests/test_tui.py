@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE_NOTES
+from textual import events
 
 from oboyu.index.index_file import IndexFile
 from oboyu.index.indexer import Indexer
@@ -641,6 +642,14 @@ def test_a_character_typed_in_the_list_goes_on_the_search(db: Path, embedder: Em
             await pilot.press(*"の作り方")
             await until(pilot, lambda: app.shown is not None and app.shown.query == "カレーの作り方")
             assert app.query_one("#query").value == "カレーの作り方" and app.focused is app.query_one("#query")
+            # a burst, as an IME commits a word (a trial's 替え玉 left 替): every key, in order
+            await pilot.press("tab")
+            assert app.focused is app.query_one(ResultList)
+            for character in "と玉ねぎ":
+                key = events.Key(character, character)
+                key.set_sender(app)
+                app._driver.send_message(key)
+            await until(pilot, lambda: app.query_one("#query").value == "カレーの作り方と玉ねぎ")
 
     asyncio.run(run())
 

@@ -36,14 +36,13 @@ from oboyu.text import visible
 from oboyu.tui.indexes import IndexScreen
 from oboyu.tui.indexing import IndexingApp
 from oboyu.tui.memory import AppMemory, Opened
-from oboyu.tui.messages import AnswerReady, FiltersChosen, LibraryLog, LibraryMessage, ReindexRequested, StopRequested
+from oboyu.tui.messages import AnswerReady, FiltersChosen, LibraryLog, LibraryMessage, ReindexRequested, StopRequested, TypedOn
 from oboyu.tui.opening import ToOpen, open_files
 from oboyu.tui.screens import FilterScreen, HelpScreen, PromptScreen, RecentScreen
 from oboyu.tui.searching import SearchLoop, SearchRequest
 from oboyu.tui.status import StatusBar
 from oboyu.tui.widgets import Preview, QueryInput, ResultList, display_path
 
-LIST_KEYS = {"e", "y", " ", "?"}  # what a character does in the list and the preview (help.md)
 FOLLOW_SECONDS = 1.0  # how often the app looks whether another process wrote the index
 WIDE_COLUMNS = 110  # from this width the preview sits beside the results, else below them
 
@@ -352,21 +351,16 @@ class OboyuApp(IndexingApp):
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()
 
-    def on_key(self, event: events.Key) -> None:
-        """A character typed in the list or the preview that is no key there (`e`, `y`, Space, `?`)
-        goes on the search: a user trial typed on after moving to a result, and the keys were lost."""
-        typed = event.character if event.is_printable else None
-        if isinstance(self.focused, (ResultList, Preview)) and typed and typed not in LIST_KEYS:
-            box = self.query_one("#query", Input)
-            self.screen.set_focus(box)
-            # after the box's focus event, which selects the whole query for the next key to replace
-            box.call_later(self._type_on, box, typed)
-            event.stop()
-
-    @staticmethod
-    def _type_on(box: Input, typed: str) -> None:
+    def on_typed_on(self, message: TypedOn) -> None:
+        """A character typed in the list or the preview (`widgets.typed_on`): on the end of the
+        query, the box focused without selecting the query for the next key to replace."""
+        box = self.query_one("#query", Input)
         box.action_end()
-        box.insert_text_at_cursor(typed)
+        box.insert_text_at_cursor(message.character)
+        if self.focused is not box:
+            box.select_on_focus = False
+            self.screen.set_focus(box)
+            box.call_later(setattr, box, "select_on_focus", True)  # after the focus event, queued before it
 
     def action_cycle_mode(self) -> None:
         modes = list(Mode)

@@ -18,6 +18,15 @@ from oboyu.tui.searching import SearchRequest
 # --- from the screens ------------------------------------------------------------------------
 
 
+class TypedOn(Message):
+    """A character typed in the results list or the preview that is no key there: it goes on the
+    search. Posted by the widget that had the key, in the order typed."""
+
+    def __init__(self, character: str) -> None:
+        super().__init__()
+        self.character = character
+
+
 class IndexRequested(Message):
     """Add these folders to the index, or bring them up to date."""
 

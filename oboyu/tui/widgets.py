@@ -21,6 +21,7 @@ from oboyu.search.languages import ACROSS_LANGUAGES_SHORT
 from oboyu.search.live import Answer
 from oboyu.search.query import MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
 from oboyu.text import visible
+from oboyu.tui.messages import TypedOn
 from oboyu.tui.preview import highlighted, read_preview
 
 
@@ -58,6 +59,20 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
     return Group(first, heading, highlighted(result.snippet, result.matches))
 
 
+LIST_KEYS = {"e", "y", " ", "?"}  # what a character does in the list and the preview (help.md)
+
+
+def typed_on(widget: OptionList | VerticalScroll, event: events.Key) -> None:
+    """A character that is no key of the list or the preview goes on the search (a user trial typed
+    on after moving to a result, and the keys were lost). Sent up from the widget that had it, not
+    judged by the app's focus: the keys of a burst (an IME's word) reach the list before the first
+    moves the focus, and a trial's 替え玉 left 替."""
+    typed = event.character if event.is_printable else None
+    if typed and typed not in LIST_KEYS:
+        widget.post_message(TypedOn(typed))
+        event.stop()
+
+
 class ResultList(OptionList):
     """The ranked files (or passages); highlighting one shows it in the preview. Beside a good
     match, the results under the good-match line after the last one over it (all of them when none
@@ -73,6 +88,9 @@ class ResultList(OptionList):
         super().__init__(*args, **kwargs)
         self.selected: dict[str, Result] = {}  # chunk id -> result, in the order chosen
         self.unlikely: set[str] = set()  # chunk ids shown under the good-match line beside a good match
+
+    def on_key(self, event: events.Key) -> None:
+        typed_on(self, event)
 
     def prompt(self, result: Result) -> Group | Styled:
         prompt = result_prompt(result, result.chunk_id in self.selected)
@@ -162,6 +180,9 @@ class Preview(VerticalScroll, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(id="preview-text")
+
+    def on_key(self, event: events.Key) -> None:
+        typed_on(self, event)
 
     def load(self, result: Result, query: str) -> None:
         """Show `result`, its matches of `query` marked, once its file is read."""
