@@ -654,6 +654,27 @@ def test_a_character_typed_in_the_list_goes_on_the_search(db: Path, embedder: Em
     asyncio.run(run())
 
 
+def test_the_preview_shows_the_passage_in_a_short_pane(db: Path, embedder: Embedder) -> None:
+    """A user trial at 60x20: the preview held two rows and scrolled to two rows above the
+    passage, so the passage (line 3) never showed. At every size, its first row is in view."""
+
+    async def run() -> None:
+        app = OboyuApp(db, embedder)
+        async with app.run_test(size=(60, 20)) as pilot:
+            await type_query(pilot, "議題は前日の十七時までに共有")
+            preview = app.query_one(Preview)
+            for size in ((60, 20), (60, 19), (100, 30)):
+                await pilot.resize_terminal(*size)
+                preview.load(app.query_one(ResultList).results[0], "議題")
+                await until(pilot, lambda: preview.passage_row > 0 and preview.border_title)
+                await pilot.pause(0.2)
+                shown = preview.scrollable_content_region.height
+                assert shown > 0, size
+                assert preview.scroll_y <= preview.passage_row < preview.scroll_y + shown, (size, shown)
+
+    asyncio.run(run())
+
+
 def test_switching_to_another_index_leaves_none_of_the_first_one_s_results(db: Path, embedder: Embedder) -> None:
     """A trial switched to an empty index: the first one's results and selection stayed, and `y`
     copied them."""

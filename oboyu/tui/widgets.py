@@ -59,6 +59,7 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
     return Group(first, heading, highlighted(result.snippet, result.matches))
 
 
+PREVIEW_ROWS_ABOVE = 2  # of the file, shown above the passage where the pane has room
 LIST_KEYS = {"e", "y", " ", "?"}  # what a character does in the list and the preview (help.md)
 
 
@@ -176,6 +177,7 @@ class Preview(VerticalScroll, can_focus=True):
     """The passage in the context of its file, scrolled to it; the file is read in a worker thread."""
 
     wanted: str | None = None  # the chunk id of the result to show; a preview of another comes too late
+    passage_row = 0  # the row of the text shown where the passage starts
     _loaded: tuple[Result, str, int] | None = None  # what was last asked for, and the width it was wrapped to
 
     def compose(self) -> ComposeResult:
@@ -215,7 +217,15 @@ class Preview(VerticalScroll, can_focus=True):
     def show(self, text: Text, row: int, title: str) -> None:
         self.border_title = Text(visible(title))  # a Text: a file name is never read as markup
         self.query_one("#preview-text", Static).update(text)
-        self.call_after_refresh(self.scroll_to, y=max(0, row - 2), animate=False)
+        self.passage_row = row
+        self.call_after_refresh(self._scroll_to_passage, row)
+
+    def _scroll_to_passage(self, row: int) -> None:
+        """The passage's first row near the top, with up to PREVIEW_ROWS_ABOVE rows of context,
+        fewer in a pane too short for them: at 60x20 the pane held two rows, and the passage on
+        the third never showed (a user trial)."""
+        above = min(PREVIEW_ROWS_ABOVE, max(0, (self.scrollable_content_region.height - 1) // 3))
+        self.scroll_to(y=max(0, row - above), animate=False)
 
     def clear(self, message: str = "") -> None:
         self.wanted = self._loaded = None
