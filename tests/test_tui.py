@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE_NOTES
+from rich.cells import cell_len
 from textual import events
 
 from oboyu.index.index_file import IndexFile
@@ -177,7 +178,11 @@ def test_filters_apply_before_ranking(db: Path, embedder: Embedder) -> None:
             await until(pilot, lambda: app.shown.filters.types == ("pptx",) and app.answer is not None
                         and not app.answer.results)
             await pilot.pause()
-            assert "No indexed file passes the filters" in str(app.query_one("#preview-text").render())
+            said = str(app.query_one("#preview-text").render())
+            assert "No indexed file passes the filters" in said
+            # wrapped to the pane, hint and all (at 100 columns it was cut after "indexed fol…")
+            width = app.query_one(Preview)._text_width()
+            assert "`drafts/`" in said and all(cell_len(line) <= width for line in said.split("\n")), (width, said)
 
     asyncio.run(run())
 

@@ -178,6 +178,7 @@ class Preview(VerticalScroll, can_focus=True):
 
     wanted: str | None = None  # the chunk id of the result to show; a preview of another comes too late
     passage_row = 0  # the row of the text shown where the passage starts
+    _message = ""  # what the pane says when it shows no result
     _loaded: tuple[Result, str, int] | None = None  # what was last asked for, and the width it was wrapped to
 
     def compose(self) -> ComposeResult:
@@ -201,6 +202,8 @@ class Preview(VerticalScroll, can_focus=True):
         # lines are wrapped to the pane: a wider or narrower one wraps them again
         if self._loaded is not None and self.wanted is not None and self._text_width() != self._loaded[2]:
             self.load(*self._loaded[:2])
+        elif self._loaded is None and self._message:
+            self._show_message()
 
     @work(thread=True, group="preview", exclusive=True, exit_on_error=False)
     def _read(self, result: Result, query: str, width: int) -> None:
@@ -230,7 +233,16 @@ class Preview(VerticalScroll, can_focus=True):
     def clear(self, message: str = "") -> None:
         self.wanted = self._loaded = None
         self.border_title = ""
-        self.query_one("#preview-text", Static).update(Text(message, style="dim"))
+        self._message = message
+        self._show_message()
+
+    def _show_message(self) -> None:
+        """The message wrapped to the pane (whose text does not wrap: the preview comes wrapped):
+        at 100 columns "No indexed file passes the filters" lost its hint on how paths match."""
+        text, width = Text(self._message, style="dim"), self._text_width()
+        if width > 0 and self.is_mounted:
+            text = Text("\n").join(text.wrap(self.app.console, width))
+        self.query_one("#preview-text", Static).update(text)
 
     # ↑ ↓ PgUp PgDn on a preview that all fits do nothing: Textual passes them on to the app,
     # whose same keys moved the selection and so changed the preview under the reader
