@@ -259,13 +259,18 @@ def test_ctrl_c_at_any_moment_says_interrupted_and_leaves_a_consistent_index(tmp
     assert interrupted >= 3  # the signal reached most runs
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
-def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+def a_note_to_watch(tmp_path: Path, oboyu_env: dict) -> tuple[Path, dict, Path]:
+    """A folder with one note, the environment to index and watch it, and its index."""
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
     env = run_env(oboyu_env, tmp_path)
-    db = Path(env["OBOYU_DB"])
+    return notes, env, Path(env["OBOYU_DB"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
+def test_watch_follows_new_renamed_and_deleted_files(tmp_path: Path, embedder: Embedder, oboyu_env: dict) -> None:
+    notes, env, db = a_note_to_watch(tmp_path, oboyu_env)
     with watching(env, notes) as lines:
         assert any(line.startswith("watching 1 folder") for line in lines)
         (notes / "garden.md").write_text("# 庭\n\nトマトの苗を植えた。\n", encoding="utf-8")
@@ -291,11 +296,7 @@ def test_watch_waits_while_another_process_updates_the_index(tmp_path: Path, emb
     "another oboyu process is updating the index". A change made meanwhile waits for that update,
     then goes in. (The lock held here for 5 s, several of the watcher's batches: a run that never
     tried in that time would pass without showing anything, never fail.)"""
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "old.md").write_text("# 古いメモ\n\n既存の内容。\n", encoding="utf-8")
-    env = run_env(oboyu_env, tmp_path)
-    db = Path(env["OBOYU_DB"])
+    notes, env, db = a_note_to_watch(tmp_path, oboyu_env)
     with watching(env, notes) as lines:
         held = IndexLock(db)
 

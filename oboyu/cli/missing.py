@@ -11,14 +11,13 @@ from typing import TextIO
 import click
 
 from oboyu.cli.common import open_reading
-from oboyu.search.query import Result
 from oboyu.text import counted, visible
 
 
-def say_missing(shown: list[Result], err: TextIO) -> None:
-    """A result whose file is not where it was indexed (a folder moved or on a drive not mounted,
-    a file deleted since): a user trial's results all named a folder that had moved, unmarked."""
-    missing = sum(not os.path.lexists(r.path) for r in shown)
+def say_missing(missing: int, err: TextIO) -> None:
+    """Why `missing` of the results shown are not where they were indexed (a folder moved or on
+    a drive not mounted, a file deleted since): a user trial's results all named a folder that had
+    moved, unmarked."""
     if missing:
         these = "one of these files is no longer where it was" if missing == 1 else \
             f"{missing} of these files are no longer where they were"

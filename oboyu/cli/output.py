@@ -65,9 +65,16 @@ def highlight(text: str, spans: list[tuple[int, int]], coloured: bool = True) ->
                    for piece, matched in visible_pieces(text, spans))
 
 
+def not_on_disk(results: list[Result]) -> set[str]:
+    """The results' paths no longer where they were indexed: looked at once, for the text's marks
+    and the note that says why (`missing.say_missing`)."""
+    return {r.path for r in results if not os.path.lexists(r.path)}
+
+
 def write_results(results: list[Result], output_format: str, explain: bool = False, out: TextIO | None = None,
-                  env: Mapping[str, str] | None = None) -> None:
-    """Results in one of FORMATS on `out` (stdout), styled for a terminal whose variables are `env`."""
+                  env: Mapping[str, str] | None = None, missing: set[str] | None = None) -> None:
+    """Results in one of FORMATS on `out` (stdout), styled for a terminal whose variables are `env`;
+    `missing`: those not on disk (`not_on_disk`, looked at here when not given)."""
     out = out if out is not None else sys.stdout
     env = env if env is not None else os.environ
     if output_format == "json":
@@ -82,10 +89,10 @@ def write_results(results: list[Result], output_format: str, explain: bool = Fal
     elif output_format in ("files", "files0"):
         _write_files(results, out, end=b"\0" if output_format == "files0" else b"\n")
     else:
-        _write_text(results, explain, out, env)
+        _write_text(results, explain, out, env, not_on_disk(results) if missing is None else missing)
 
 
-def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[str, str]) -> None:
+def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[str, str], missing: set[str]) -> None:
     coloured, linked = colour(out, env), hyperlinks(out, env)
     tail = unlikely_from(results)
     for number, r in enumerate(results, start=1):  # numbered as listed (a weak result's rank may be higher)
@@ -94,7 +101,7 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
             out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
         location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
-        gone = "  (missing)" if not os.path.lexists(r.path) else ""  # the stderr note says why, once
+        gone = "  (missing)" if r.path in missing else ""  # the stderr note says why, once
         out.write(f"{number:>2}. {r.readable_score:>5}{weak}  {click.style(location, bold=True) if coloured else location}"
                   f"{click.style(gone, fg='yellow') if coloured and gone else gone}\n")
         heading = visible(r.heading or r.title or "")

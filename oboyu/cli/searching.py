@@ -15,7 +15,7 @@ import click
 from oboyu.api import READ_WAIT_SECONDS
 from oboyu.cli.common import EXIT_NO_RESULTS, db_option, db_path, index_model, open_reading
 from oboyu.cli.missing import say_missing
-from oboyu.cli.output import FORMATS, write_results
+from oboyu.cli.output import FORMATS, not_on_disk, write_results
 from oboyu.config import settings
 from oboyu.errors import OboyuError
 from oboyu.index.store import Store
@@ -178,10 +178,11 @@ def answer_warm(asked: Asked, live: LiveIndex, out: TextIO, err: TextIO, env: Ma
 def show_answer(asked: Asked, results: list[Result], out: TextIO, err: TextIO,
                 env: Mapping[str, str] | None = None) -> int:
     shown = _shown(results, asked.show_all, asked.min_score)
-    write_results(shown, asked.output_format, asked.explain, out, env)
+    gone = not_on_disk(shown)
+    write_results(shown, asked.output_format, asked.explain, out, env, gone)
     if any(r.across_languages for r in shown):
         click.echo(f"oboyu: {ACROSS_LANGUAGES}", file=err)
-    say_missing(shown, err)
+    say_missing(len(gone), err)
     if not shown:
         _say_no_match(asked, results, err)
         return EXIT_NO_RESULTS

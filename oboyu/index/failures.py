@@ -42,13 +42,9 @@ def explained(exc: BaseException, index: object = None) -> OboyuError | None:
         return OboyuError(f"cannot open {where}: permission denied; check the permissions of it and of the index's "
                           "folder (DuckDB writes a .wal file beside the index), or choose another place (--db or OBOYU_DB)")
     if any(sign in text for sign in _DAMAGED):
-        return damaged(index if index is not None else where, text)
+        return OboyuError(f"the index {index if index is not None else where} is damaged or incomplete "
+                          f"({text.splitlines()[0]}); move it aside and run `oboyu index FOLDER...` to make it again")
     return None
-
-
-def damaged(index: object, detail: str) -> OboyuError:
-    return OboyuError(f"the index {index} is damaged or incomplete ({detail.splitlines()[0]}); move it aside "
-                      "and run `oboyu index FOLDER...` to make it again")
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
