@@ -26,7 +26,7 @@ from oboyu.errors import OboyuError
 from oboyu.index.store import Store
 from oboyu.paths import disk_path, is_within, stored_path, time_stamp
 from oboyu.search.filters import CASE_INSENSITIVE_FILES
-from oboyu.text import visible
+from oboyu.text import visible_name
 
 MAX_FILE_BYTES = 20 * 1024 * 1024  # a file larger than this is not read (the indexer stops at 10 MB)
 NOT_INDEXED = "not an indexed file"
@@ -220,7 +220,7 @@ def _targets(store: Store, request: Request) -> list[Target]:
     raise OboyuError(_why_not_indexed(store, path) or NOT_INDEXED)
 
 
-# what `visible` prints for a character a name cannot show as it is: ␊ for a newline, \xff for a
+# what `visible_name` prints for a character a name cannot show as it is: ␊ for a newline, ␉ for a tab, \xff for a
 # byte that is not UTF-8, \u202e for a bidi control
 _PRINTED_MARK = re.compile(r"[\u2400-\u2421]|\\x[0-9a-f]{2}|\\u[0-9a-f]{4}")
 
@@ -233,7 +233,7 @@ def _printed_as(store: Store, path: str) -> tuple | None:
     if mark is None:
         return None
     near = store.con.execute(f"{_DOCUMENT} WHERE starts_with(path, ?)", [stored_path(path[:mark.start()])]).fetchall()
-    printed = [row for row in near if visible(row[1]) == path]
+    printed = [row for row in near if visible_name(row[1]) == path]
     return printed[0] if len(printed) == 1 else None
 
 

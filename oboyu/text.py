@@ -36,6 +36,12 @@ def visible(text: str) -> str:
     return text.translate(_VISIBLE)
 
 
+def visible_name(name: str) -> str:
+    """A file's name or path as `visible` shows text, and a tab as ␉ too: a tab in a snippet is
+    layout, in a name it printed as blank space that a person's copy of it turned into spaces."""
+    return visible(name).replace("\t", "\u2409")
+
+
 def visible_pieces(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[str, bool]]:
     """The text cut at the spans (offsets into the raw text), each piece made visible and marked
     whether it is a span: a visible form may be longer than its character, so pieces are made

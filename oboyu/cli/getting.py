@@ -15,7 +15,7 @@ from oboyu.cli.common import EXIT_ERROR, EXIT_NO_RESULTS, db_option, db_path, op
 from oboyu.cli.output import colour, file_url, hyperlinks, link
 from oboyu.paths import disk_path
 from oboyu.retrieve import NOT_INDEXED, Excerpt, LeftOut, Unreadable, find, read
-from oboyu.text import json_safe, visible
+from oboyu.text import json_safe, visible, visible_name
 
 DEFAULT_MAX_BYTES = 200_000
 
@@ -123,7 +123,7 @@ def _write_text(items: list[Excerpt | LeftOut], numbered: bool) -> None:
             continue
         if headers:
             lines = f":{item.start_line}-{item.end_line}" if item.lines else " (no text)"
-            where = visible(f"{target.path}{lines}")
+            where = visible_name(f"{target.path}{lines}")
             where = link(where, file_url(target.path, item.start_line) if linked else None)
             header = f"==> {click.style(where, bold=True) if coloured else where} <=="
             out.write(("" if first else "\n") + header + "\n")

@@ -24,7 +24,7 @@ from typing import TextIO
 import click
 
 from oboyu.search.query import UNLIKELY, Result, unlikely_from
-from oboyu.text import json_safe, visible, visible_pieces
+from oboyu.text import json_safe, visible, visible_name, visible_pieces
 
 UNLIKELY_DIVIDER = f"── {UNLIKELY} ──"
 FORMATS = ("text", "json", "jsonl", "csv", "md", "files", "files0")
@@ -99,7 +99,7 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
         if number - 1 == tail and tail < sum(not s.weak for s in results):
             divider = UNLIKELY_DIVIDER
             out.write(f"    {click.style(divider, dim=True) if coloured else divider}\n")
-        location = link(visible(r.location), file_url(r.path, r.start_line, env) if linked else None)
+        location = link(visible_name(r.location), file_url(r.path, r.start_line, env) if linked else None)
         weak = "  (weak)" if r.weak else ""
         gone = "  (missing)" if r.path in missing else ""  # the stderr note says why, once
         out.write(f"{number:>2}. {r.readable_score:>5}{weak}  {click.style(location, bold=True) if coloured else location}"
@@ -110,7 +110,7 @@ def _write_text(results: list[Result], explain: bool, out: TextIO, env: Mapping[
         if heading:
             out.write(f"    {click.style(heading, fg='cyan') if coloured else heading}\n")
         if r.copies:  # the same content at other paths: one answer
-            same = "same as " + ", ".join(visible(path) for path in r.copies)
+            same = "same as " + ", ".join(visible_name(path) for path in r.copies)
             out.write(f"    {click.style(same, dim=True) if coloured else same}\n")
         out.write(f"    {highlight(r.snippet, r.matches, coloured)}\n")
         if explain:
@@ -140,7 +140,7 @@ _BLOCK_START = re.compile(r"^(\d*)([-+=#>.)])")  # at a line's start: a list, a 
 def _markdown(r: Result) -> str:
     """A list item to paste into notes: `path:line` (and the page or slide), the heading path, and
     the snippet on the next line; Markdown's characters escaped so that a snippet renders as written."""
-    where = visible(f"{r.path}:{r.start_line}")
+    where = visible_name(f"{r.path}:{r.start_line}")
     fence = "``" if "`" in where else "`"
     item = f"- {fence}{where}{fence}" + (f" ({r.part})" if r.part else "")
     if heading := (r.heading or r.title or ""):
@@ -162,7 +162,7 @@ def _write_files(results: list[Result], out: TextIO, end: bytes = b"\n") -> None
     would make it two names) is made visible, as is every name on a terminal."""
     paths = list(dict.fromkeys(r.path for r in results))
     if out.isatty():
-        out.writelines(visible(path) + "\n" for path in paths)
+        out.writelines(visible_name(path) + "\n" for path in paths)
         return
     out.flush()
     raw = out.buffer

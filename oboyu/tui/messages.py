@@ -15,7 +15,7 @@ from oboyu.search.filters import Filters
 from oboyu.search.live import Answer, IndexSummary
 from oboyu.tui.searching import SearchRequest
 
-# --- from the screens ------------------------------------------------------------------------
+# --- from the widgets ------------------------------------------------------------------------
 
 
 class TypedOn(Message):
@@ -25,6 +25,9 @@ class TypedOn(Message):
     def __init__(self, character: str) -> None:
         super().__init__()
         self.character = character
+
+
+# --- from the screens ------------------------------------------------------------------------
 
 
 class IndexRequested(Message):

@@ -15,7 +15,7 @@ from textual.app import App
 
 from oboyu.documents.filetypes import SOURCE_TYPES
 from oboyu.search.query import Result
-from oboyu.text import visible
+from oboyu.text import visible_name
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def open_files(app: App, files: list[ToOpen]) -> list[ToOpen]:
     editor. Returns the files opened."""
     there = [f for f in dict.fromkeys(files) if os.path.lexists(f.path)]
     for gone in (f for f in files if f not in there):
-        app.notify(f"{visible(Path(gone.path).name)} is no longer there", severity="warning")
+        app.notify(f"{visible_name(Path(gone.path).name)} is no longer there", severity="warning")
     for other in (f for f in there if not f.in_editor):
         open_externally(app, other.path)
     texts = [f for f in there if f.in_editor]
@@ -79,9 +79,9 @@ def open_externally(app: App, path: str) -> None:
         else:
             subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
-        app.notify(f"opening {visible(Path(path).name)}", timeout=2)
+        app.notify(f"opening {visible_name(Path(path).name)}", timeout=2)
     except OSError as exc:
-        app.notify(f"cannot open {visible(Path(path).name)}: {exc.strerror or exc}", severity="error")
+        app.notify(f"cannot open {visible_name(Path(path).name)}: {exc.strerror or exc}", severity="error")
 
 
 def editor_arguments(editor: str, files: list[tuple[str, int]]) -> list[str]:

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from oboyu.errors import OboyuError
 from oboyu.search.filters import Filters, make_filters
-from oboyu.text import visible
+from oboyu.text import visible, visible_name
 from oboyu.tui.memory import Opened
 from oboyu.tui.messages import FiltersChosen
 from oboyu.tui.widgets import display_path
@@ -116,7 +116,7 @@ class RecentScreen(ModalScreen[Opened | None]):
     @staticmethod
     def line(opened: Opened) -> Text:
         path = Path(opened.path)
-        text = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
+        text = Text(visible_name(path.name), style="bold", no_wrap=True, overflow="ellipsis")
         text.append(f"  {display_path(path.parent)}", style="dim")
         text.append(f"  {opened.opened.replace('T', ' ')}", style="dim italic")
         return text

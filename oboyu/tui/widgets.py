@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from oboyu.search.languages import ACROSS_LANGUAGES_SHORT
 from oboyu.search.live import Answer
 from oboyu.search.query import MAX_QUERY_CHARS, UNLIKELY, Result, unlikely_from
-from oboyu.text import visible
+from oboyu.text import visible, visible_name
 from oboyu.tui.messages import TypedOn
 from oboyu.tui.preview import highlighted, read_preview
 
@@ -42,7 +42,7 @@ def result_prompt(result: Result, selected: bool = False) -> Group:
     first = Table.grid(expand=True, padding=(0, 0, 0, 1))
     first.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     first.add_column(justify="right", no_wrap=True)
-    name = Text(visible(path.name), style="bold", no_wrap=True, overflow="ellipsis")
+    name = Text(visible_name(path.name), style="bold", no_wrap=True, overflow="ellipsis")
     if selected:
         name = Text.assemble((MARK, "green"), name, no_wrap=True, overflow="ellipsis")
     name.append(f"  {display_path(path.parent)}", style="dim")
