@@ -113,9 +113,13 @@ def parse(argument: str, cwd: str | None = None) -> Request:
         return Request(argument, located.path, parts=(first_part, last_part), glob=located.glob)
     match = _RANGE.fullmatch(name)
     if match is None or os.path.lexists(whole):
-        before, colon, after = name.rpartition(":")
-        if match is None and colon and not os.path.lexists(whole) and os.path.lexists(os.path.join(cwd, os.path.expanduser(before))):
-            raise OboyuError(f"{after!r} is not a line: PATH:LINE, PATH:LINE:COUNT or PATH:START-END, with numbers")
+        if match is None and not os.path.lexists(whole):
+            # the longest name before a colon that exists: `FILE:`, `FILE:2:` and `FILE:2-` each
+            # say what is wrong after it, rather than "no such file" for some of them
+            for colon in (at for at in range(len(name) - 1, 0, -1) if name[at] == ":"):
+                if os.path.lexists(os.path.join(cwd, os.path.expanduser(name[:colon]))):
+                    raise OboyuError(f"{name[colon + 1:]!r} is not a line: PATH:LINE, PATH:LINE:COUNT or PATH:START-END, "
+                                     "with numbers")
         return _located(argument, name, cwd)
     name, start, separator, end = match.groups()
     first, last = int(start), None

@@ -199,7 +199,8 @@ def test_only_indexed_files_inside_their_folder_and_one_line_errors(indexed: Ind
     assert "hunter2" not in outside.stdout
     for argument, says in ((f"{root / 'notes/meeting.md'}:40", "past the end"), (f"{root / 'notes/meeting.md'}:0", "from 1"),
                            (f"{root / 'notes/meeting.md'}:5-2", "ends before it starts"), (str(root / "nowhere.md"), "no such file"),
-                           (f"{root / 'notes/meeting.md'}:abc", "'abc' is not a line")):
+                           (f"{root / 'notes/meeting.md'}:abc", "'abc' is not a line"),
+                           (f"{root / 'notes/meeting.md'}:2:", "'2:' is not a line")):
         bad = oboyu("get", argument)
         assert bad.returncode == 2 and says in bad.stderr, (argument, bad.stderr)
         assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
