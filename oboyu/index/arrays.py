@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import weakref
 from dataclasses import dataclass, field
@@ -133,15 +134,29 @@ class IndexArrays:
 
     def vector_rows(self, rows: np.ndarray) -> np.ndarray:
         """The float32 vectors of these rows: through the memory map where all the vectors take
-        little memory, else read from the file, so that rows read once a query do not stay in
-        the process's resident memory."""
+        little memory; else through a map of their file whose pages are let go at once, so that
+        rows read once a query do not stay in the process's resident memory."""
         if self.vectors.nbytes <= MAPPED_VECTORS_UP_TO:
             return np.asarray(self.vectors[rows])
-        width = self.vectors.shape[1] * 4
+        if (released := self._released_vectors) is not None:
+            mapping, vectors = released
+            out = vectors[rows]  # a copy (fancy indexing)
+            mapping.madvise(mmap.MADV_DONTNEED)  # a file's pages: dropped from this process, kept in the page cache
+            return out
+        width = self.vectors.shape[1] * 4  # no madvise (Windows): read row by row, 7x slower (2,400 rows: 4.7 ms)
         out = np.empty((len(rows), self.vectors.shape[1]), np.float32)
         for i, row in enumerate(rows.tolist()):
             out[i] = np.frombuffer(_read_at(self.vector_file, width, self.vectors.offset + row * width), np.float32)
         return out
+
+    @cached_property
+    def _released_vectors(self) -> tuple[mmap.mmap, np.ndarray] | None:
+        """A map of the vectors' file of its own, for `vector_rows` to let go of its pages."""
+        if not hasattr(mmap, "MADV_DONTNEED"):
+            return None
+        mapping = mmap.mmap(self.vector_file, 0, access=mmap.ACCESS_READ)
+        vectors = np.frombuffer(mapping, np.float32, self.vectors.size, self.vectors.offset).reshape(self.vectors.shape)
+        return mapping, vectors
 
     def path_of(self, row: int) -> str:
         return self.documents[int(self.document[row])][0]
