@@ -271,8 +271,8 @@ def test_any_json_arguments_get_a_result_or_a_one_line_error(notes: tuple[Path, 
 def test_stdio_answers_every_bad_call_with_a_quiet_stderr(notes: tuple[Path, Path], oboyu_env: dict, tmp_path: Path) -> None:
     """`oboyu mcp` as a client drives it, JSON lines on a pipe: a lone surrogate as JavaScript
     writes one (`"\\ud800"`) and an integer past what the SDK's JSON parser takes are answered
-    (the SDK dropped such a line unanswered, so the client waited for ever), and refusals leave
-    no traceback, nor any line, on stderr."""
+    (the SDK dropped such a line unanswered, so the client waited for ever), so is a line that is
+    not JSON or no message, and refusals leave no traceback, nor any line, on stderr."""
     root, db = notes
     stderr_file = tmp_path / "stderr.txt"
     with open(stderr_file, "w") as stderr:
@@ -319,6 +319,12 @@ def test_stdio_answers_every_bad_call_with_a_quiet_stderr(notes: tuple[Path, Pat
         assert refused["isError"] and "start_line must be 1 or more" in refused["content"][0]["text"]
         found = tool("search", {"query": "tomato", "k": 1})
         assert not found.get("isError") and "garden.txt" in found["content"][0]["text"]
+        for line, code in ((b"this is not json", -32700), (b'{"foo": 1}', -32600), (b"[1, 2]", -32600)):
+            server.stdin.write(line + b"\n")  # JSON-RPC's error reply, id null: it was dropped unanswered
+            server.stdin.flush()
+            reply = replies.get(timeout=60)
+            assert reply["id"] is None and reply["error"]["code"] == code, (line, reply)
+        assert "garden.txt" in tool("search", {"query": "tomato", "k": 1})["content"][0]["text"]  # still serving
     finally:
         server.stdin.close()
         server.wait(timeout=30)

@@ -320,7 +320,7 @@ def repaired_line(line: str) -> str:
     try:
         message = json.loads(line, parse_int=_clamped_int, parse_float=lambda f: max(-1e308, min(1e308, float(f))))
     except (ValueError, RecursionError):
-        return line  # not JSON at all: the SDK says so as before
+        return line  # not JSON at all: `_answer_unreadable_lines` says so
     return json.dumps(_valid(message), ensure_ascii=False)
 
 
@@ -351,6 +351,25 @@ def _protocol_stdin() -> _RepairedLines:
     except OSError:
         wire = sys.stdin.buffer
     return _RepairedLines(anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="replace")))
+
+
+async def _answer_unreadable_lines(wire: Any, to_server: Any, out: Any) -> None:
+    """Messages from the wire to the server; a line that is none gets JSON-RPC's error reply
+    (-32700 for one that is not JSON, -32600 for JSON that is no message), where the SDK's stdio
+    passes the server an exception that it drops without a word, so a client waited."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    async with to_server:
+        async for item in wire:
+            if not isinstance(item, Exception):
+                await to_server.send(item)
+                continue
+            not_json = isinstance(item, ValidationError) and any(e["type"] == "json_invalid" for e in item.errors())
+            error = (ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON") if not_json else
+                     ErrorData(code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP knows"))
+            await out.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
 
 
 def build_server(tools: OboyuTools):
@@ -387,8 +406,12 @@ def build_server(tools: OboyuTools):
             from mcp.server.stdio import stdio_server
 
             async with stdio_server(stdin=cast(Any, _protocol_stdin())) as (read_stream, write_stream):
-                await self._lowlevel_server.run(read_stream, write_stream,
-                                                self._lowlevel_server.create_initialization_options())
+                readable_send, readable = anyio.create_memory_object_stream[Any](0)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_answer_unreadable_lines, read_stream, readable_send, write_stream)
+                    await self._lowlevel_server.run(readable, write_stream,
+                                                    self._lowlevel_server.create_initialization_options())
+                    group.cancel_scope.cancel()
 
     server = Server(
         "oboyu",
