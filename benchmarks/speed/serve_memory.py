@@ -7,6 +7,10 @@ must stay flat (a user trial: 3.8 GB after 145 queries, a dictionary more a quer
 were pooled). Linux only (/proc).
 
     python -m benchmarks.speed.serve_memory [--db INDEX] [--queries 20 40 80] [--command OBOYU]
+        [--questions QUERIES.jsonl]
+
+--questions: a development set's questions (its `query` fields, in order) instead of `予定 N`,
+which no passage of a large index answers (so every one runs the token match on a new passage).
 
 --command: the `oboyu` a person runs (e.g. `~/.local/bin/oboyu`, installed by pipx or uv); by
 default `python -m oboyu.cli` of this checkout, whose editable install adds about 35 ms to each
@@ -15,6 +19,7 @@ Python start (its import finder).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +44,12 @@ def main() -> None:
     p.add_argument("--db", type=Path, help="an index (default: the example notes, indexed into a temporary one)")
     p.add_argument("--queries", type=int, nargs="+", default=[20, 40, 80], help="checkpoints: queries answered")
     p.add_argument("--command", help="the oboyu command to run (default: python -m oboyu.cli)")
+    p.add_argument("--questions", type=Path, help="a queries.jsonl whose `query` fields are asked in order")
     args = p.parse_args()
+    questions = [json.loads(line)["query"] for line in args.questions.read_text(encoding="utf-8").splitlines()
+                 if line.strip()] if args.questions else []
+    if questions and len(questions) < max(args.queries):
+        sys.exit(f"{args.questions} holds {len(questions)} questions, fewer than {max(args.queries)}")
     oboyu = [args.command] if args.command else list(OBOYU)
     if not sys.platform.startswith("linux"):
         sys.exit("serve_memory reads /proc: Linux only")
@@ -58,7 +68,7 @@ def main() -> None:
                 times = []
                 while asked < checkpoint:
                     started = time.perf_counter()
-                    subprocess.run([*oboyu, "query", f"予定 {asked}", "-k", "1"], env=env, capture_output=True, check=False)
+                    subprocess.run([*oboyu, "query", questions[asked] if questions else f"予定 {asked}", "-k", "1"], env=env, capture_output=True, check=False)
                     times.append((time.perf_counter() - started) * 1000)
                     asked += 1
                 time.sleep(0.2)
