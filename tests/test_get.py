@@ -387,3 +387,20 @@ def test_a_chunk_id_inside_a_long_line_gets_only_its_passage(tmp_path: Path, emb
     code = ["x = 1", "    def f():", "        return 1  # one", "y = 2"]
     assert _only_the_passage(code[1:3], "def f():\r\n        return 1") == ["    def f():", "        return 1"]
     assert _only_the_passage(code[1:3], "changed since") == code[1:3]
+
+
+def test_each_part_is_placed_on_its_line() -> None:
+    """`get` of a file of many parts (a CSV's rows) counts each part's line on from the one
+    before (a fuzzing trial: 500,000 rows took 158 s counted from the start every time)."""
+    from oboyu.documents.extracted import Extracted
+    from oboyu.documents.viewing import _part_lines
+
+    rows = [f"row {i}" + "\n" * (i % 3) for i in range(200)]
+    text, parts, offset = "", [], 0
+    for number, row in enumerate(rows, start=1):
+        parts.append((offset, number))
+        text += row + "\n"
+        offset = len(text)
+    lines = _part_lines(Extracted(text, parts=parts), "csv")
+    assert [line for line, _ in lines] == [text.count("\n", 0, at) + 1 for at, _ in parts]
+    assert lines[1][1] != lines[2][1]  # each part named by its own number

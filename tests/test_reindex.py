@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,6 +176,21 @@ def test_the_command_updates_every_root_and_removes_by_name(tmp_path: Path, two_
     assert oboyu(oboyu_env, "remove", "recipes").returncode == 0
     emptied = json.loads(oboyu(oboyu_env, "status", "--json").stdout)  # a user trial: "100% of passages" of none
     assert (emptied["chunks"], emptied["meaning"]) == (0, "no passages")
+
+
+def test_an_empty_name_or_path_is_refused_not_taken_for_the_working_folder(tmp_path: Path, two_roots,
+                                                                          oboyu_env: dict) -> None:
+    """A fuzzing trial: `oboyu remove ""` (a script's unset variable), run inside an indexed
+    folder, removed it; `index ""` indexed the working folder."""
+    notes, _ = two_roots
+    assert oboyu(oboyu_env, "index", str(notes)).returncode == 0
+    before = oboyu(oboyu_env, "status", "--json").stdout
+    for args in (["remove", ""], ["describe", "", "x"], ["reindex", ""], ["query", "メモ", "--root", ""], ["index", ""]):
+        refused = subprocess.run([sys.executable, "-m", "oboyu.cli", *args], env=oboyu_env, cwd=notes,
+                                 capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2 and "cannot be empty" in refused.stderr, (args, refused.stderr)
+        assert refused.stderr.count("\n") == 1
+    assert oboyu(oboyu_env, "status", "--json").stdout == before
 
 
 def shutil_rmtree(path: Path) -> None:

@@ -39,8 +39,17 @@ SKIPS_SHOWN = 5  # a root's files that could not be indexed, listed by `status` 
 NAME_CELLS = 16  # the least width of the folders' names in `status`, in terminal cells
 
 
+class _FolderPath(click.Path):
+    """A path that is not empty: `index "$DIR"` with DIR unset indexed the working folder."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if value == "":  # (a folder may be named with spaces)
+            self.fail("a path cannot be empty; name a folder or the files to index", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))  # said below, in our words
+@click.argument("paths", nargs=-1, type=_FolderPath(path_type=Path, readable=False))  # said below, in our words
 @db_option
 @click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
 @click.option("--describe", "description", metavar="TEXT", help="What the folder holds, in a line (one PATH): shown "

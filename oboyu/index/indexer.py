@@ -215,8 +215,8 @@ class Indexer:
             started = time.perf_counter()
             with self._open() as store:
                 store.set_model(self.embedder.info.model_id, self.embedder.info.dimensions)
+                parts = parts_of(store, stats)  # first: an unknown folder's name is no run cut short
                 store.mark_run(started=True)
-                parts = parts_of(store, stats)
                 stored = stored_files(store, parts)
                 self._known_skips = known_skips(store, parts)
                 recorded = store.left_out()  # every root's, so also the indexed folders
