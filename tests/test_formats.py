@@ -71,6 +71,26 @@ def test_xlsx_rows_as_header_value_pairs_with_sheet_headings_and_rows() -> None:
     assert extracted.parts_between(start, start + 3) == (3, 3)  # the sheet's row 3, as Excel numbers it
 
 
+def test_a_sheet_spanning_too_many_cells_is_skipped_not_allocated() -> None:
+    """A fuzzing trial: a cell at A1 and one at XFD1048576 made calamine ask for 549 GB, which
+    aborted the process (no exception to catch) and so every later run. Such a file is refused
+    before calamine reads it; far cells within the limit are read."""
+    from openpyxl import Workbook
+
+    from oboyu.documents.extracted import Unextractable
+
+    def workbook(far: str) -> bytes:
+        book = Workbook()
+        book.active["A1"], book.active[far] = "近く", "遠く"
+        buffer = io.BytesIO()
+        book.save(buffer)
+        return buffer.getvalue()
+
+    with pytest.raises(Unextractable, match=r"spans 1,048,576 rows × 16,384 columns .*too large to read"):
+        extract_file(workbook("XFD1048576"), "spreadsheet", "far.xlsx")
+    assert "遠く" in text_of(workbook("XFD20"), "wide.xlsx")
+
+
 def test_legacy_binary_xls_is_read() -> None:
     text = text_of(make.xls_bytes("経費", [["日付", "内容", "金額"], ["2025-05-01", "タクシー代", 3200]]), "old.xls")
     assert "経費" in text and "日付: 2025-05-01 | 内容: タクシー代 | 金額: 3200" in text
