@@ -139,6 +139,20 @@ def test_the_light_tokenizer_equals_the_full_one(embedder: Embedder, model_dir: 
     assert isinstance(searching.ids, SortedPieces) and isinstance(with_dict.ids, dict)
 
 
+def test_one_long_word_is_looked_up_in_the_dict(model_dir: Path) -> None:
+    """A fuzzing trial: a line of 100,000 x's, one word, took 26 s to chunk: the switch from the
+    binary search to the dict came only at the next word. A word whose lookups will pass the
+    line switches before it is segmented; a query's short words never do."""
+    light = LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE)
+    light.encode("ファイルの権限を変更する")
+    assert isinstance(light.ids, SortedPieces)
+    long_word = "x" * (light.dict_after // light.longest + 1)
+    searching = LightTokenizer(model_dir / LIGHT_TOKENIZER_FILE)
+    searching.dict_after = 10**12
+    assert light.encode(long_word).ids == searching.encode(long_word).ids
+    assert isinstance(light.ids, dict) and isinstance(searching.ids, SortedPieces)
+
+
 def test_a_light_tokenizer_file_without_the_sorted_order_is_given_it(model_dir: Path, tmp_path: Path) -> None:
     """A model built before the pieces' sorted order was kept: each query built the 250k-piece
     dict. The file is given the order when first loaded, and tokenizes as before."""
