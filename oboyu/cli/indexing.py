@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.cells import cell_len
@@ -42,7 +43,7 @@ NAME_CELLS = 16  # the least width of the folders' names in `status`, in termina
 class _FolderPath(click.Path):
     """A path that is not empty: `index "$DIR"` with DIR unset indexed the working folder."""
 
-    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+    def convert(self, value: str | os.PathLike[str], param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if value == "":  # (a folder may be named with spaces)
             self.fail("a path cannot be empty; name a folder or the files to index", param, ctx)
         return super().convert(value, param, ctx)
