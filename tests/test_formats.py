@@ -91,6 +91,18 @@ def test_a_sheet_spanning_too_many_cells_is_skipped_not_allocated() -> None:
     assert "遠く" in text_of(workbook("XFD20"), "wide.xlsx")
 
 
+@pytest.mark.parametrize("depth", [300, 10_000])
+def test_a_page_nested_deep_keeps_all_its_text(depth: int) -> None:
+    """A fuzzing trial: past 255 nested elements libxml2 dropped the rest of the page, silently
+    (a list 150 deep came out empty). Up to 2,048 the page is walked as any; past that it is read
+    as plain text."""
+    page = ("<html><head><title>深い</title></head><body><p>はじめの段落</p>" + "<div><span>" * (depth // 2) + "入れ子の文"
+            + "</span></div>" * (depth // 2) + "<p>おわりの段落 &amp; 結び</p><script>var hidden = 1;</script></body></html>")
+    extracted, _ = extract_file(page.encode("utf-8"), "html", "deep.html")
+    assert all(said in extracted.text for said in ("はじめの段落", "入れ子の文", "おわりの段落 & 結び")), extracted.text[:200]
+    assert "hidden" not in extracted.text and extracted.title == "深い"
+
+
 def test_legacy_binary_xls_is_read() -> None:
     text = text_of(make.xls_bytes("経費", [["日付", "内容", "金額"], ["2025-05-01", "タクシー代", 3200]]), "old.xls")
     assert "経費" in text and "日付: 2025-05-01 | 内容: タクシー代 | 金額: 3200" in text

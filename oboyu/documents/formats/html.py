@@ -11,6 +11,7 @@ are mostly the text of several links (`ホーム | 人事 | 総務`), wherever t
 from __future__ import annotations
 
 import codecs
+import html
 import re
 
 import lxml.html
@@ -74,18 +75,39 @@ def add_html(out: TextBuilder, source: str, chapter_title: str | None = None) ->
         return None
     try:
         # lone surrogates (a page declared "unicode_escape", UTF-7 mail) would fail the whole page's encoding
-        root = lxml.html.document_fromstring(valid_text(source).encode("utf-8"), parser=_PARSER)
+        parser = _parser()
+        root = lxml.html.document_fromstring(valid_text(source).encode("utf-8"), parser=parser)
     except (etree.ParserError, ValueError) as exc:
         raise Unextractable(f"cannot parse HTML: {exc}") from exc
     title_element = root.find(".//title")
     title = _SPACES.sub(" ", title_element.text_content()).strip() if title_element is not None else ""
     walker = _Walker(out, chapter_title)
+    if any(error.type_name == "ERR_RESOURCE_LIMIT" for error in parser.error_log):
+        # nested past even huge_tree's 2,048: libxml2 dropped the rest of the page, so the page
+        # is read as plain text, its markup stripped (a fuzzing trial's 10,000 <div>s)
+        walker.paragraphs(_plain_paragraphs(source))
+        return title or None
     walker.walk(root.find("body") if root.find("body") is not None else root)
     walker.flush()
     return title or walker.first_h1
 
 
-_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True)
+def _parser() -> lxml.html.HTMLParser:
+    """One a page: its error log says whether the page was cut (a parser shared by threads would
+    mix theirs). huge_tree: nesting up to 2,048 rather than 256, past which the rest of a page
+    was dropped, silently; the walk iterates, so depth costs no recursion."""
+    return lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, huge_tree=True)
+
+
+_INVISIBLE_ELEMENTS = re.compile(r"(?is)<(script|style|template)\b.*?</\1\s*>|<!--.*?-->")
+_TAG = re.compile(r"(?s)<[^>]*>")
+
+
+def _plain_paragraphs(source: str) -> list[str]:
+    """A page's text with its markup stripped, a paragraph to each run of lines."""
+    text = html.unescape(_TAG.sub("\n", _INVISIBLE_ELEMENTS.sub(" ", source)))
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    return [line for line in lines if line]
 
 
 class _Walker:
@@ -99,48 +121,70 @@ class _Walker:
         self.first_h1: str | None = None
         self.article_depth = 0
 
-    def walk(self, element: etree._Element) -> None:
-        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+    def walk(self, top: etree._Element) -> None:
+        """Each element's blocks and text in document order, with lxml's start and end events
+        rather than recursion: a page nested thousands deep (which `huge_tree` lets the parser
+        keep: at 256 it dropped the rest of the page, silently) is read like any other."""
+        events = etree.iterwalk(top, events=("start", "end"))
+        whole: set[etree._Element] = set()  # read at their start, their children skipped
+        for event, element in events:
+            tag = element.tag.lower() if isinstance(element.tag, str) else ""
+            if event == "start":
+                if self._read_whole(element, tag):
+                    whole.add(element)
+                    events.skip_subtree()
+                else:
+                    self._open(element, tag)
+            elif element in whole:
+                whole.discard(element)
+                self._text(element.tail)
+            else:
+                self._close(tag)
+                self._text(element.tail)
+
+    def paragraphs(self, texts: list[str]) -> None:
+        for text in texts:
+            self._emit(text, "text")
+
+    def _read_whole(self, element: etree._Element, tag: str) -> bool:
+        """Read an element that is one block or none (a heading, <pre>, a table row, or
+        something left out) whole; False for one whose children are walked."""
         if not tag or tag in _SKIP or self._is_chrome(element, tag):
-            self._text(element.tail)
-            return
+            return True
         if tag in _HEADINGS:
             self.flush()
             text = _SPACES.sub(" ", _visible_text(element)).strip()
             if text:
                 self._heading(text, _HEADINGS[tag])
-            self._text(element.tail)
-            return
+            return True
         if tag == "pre":
             self.flush()
             self._emit(_visible_text(element).strip("\n"), "code")
-            self._text(element.tail)
-            return
+            return True
         if tag == "tr":
             self.flush()
             cells = [_SPACES.sub(" ", _visible_text(c)).strip() for c in element if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
             self._emit(" | ".join(c for c in cells if c), "row")
-            self._text(element.tail)
-            return
-        block = tag in _BLOCK
-        if block:
+            return True
+        return False
+
+    def _open(self, element: etree._Element, tag: str) -> None:
+        if tag in _BLOCK:
             self.flush()
         if tag == "br":
             self.parts.append("\n")
-        article = tag in ("article", "main")
-        self.article_depth += article
+        self.article_depth += tag in ("article", "main")
         if tag == "a":
             self.in_link += 1
             self.links += 1
         self._text(element.text)
-        for child in element:
-            self.walk(child)
+
+    def _close(self, tag: str) -> None:
         if tag == "a":
             self.in_link -= 1
-        self.article_depth -= article
-        if block:
+        self.article_depth -= tag in ("article", "main")
+        if tag in _BLOCK:
             self.flush()
-        self._text(element.tail)
 
     def _is_chrome(self, element: etree._Element, tag: str) -> bool:
         if element.get("hidden") is not None or element.get("aria-hidden") == "true":
@@ -187,19 +231,19 @@ class _Walker:
 
 
 def _visible_text(element: etree._Element) -> str:
-    """An element's text without its readings, scripts and the like."""
+    """An element's text without its readings, scripts and the like (iterated, not recursed)."""
     parts = [element.text or ""]
-    for child in element:
-        _collect(child, parts)
+    events = etree.iterwalk(element, events=("start", "end"))
+    for event, node in events:
+        if node is element:
+            continue
+        tag = node.tag.lower() if isinstance(node.tag, str) else ""
+        if event == "start":
+            if not tag or tag in _SKIP:
+                events.skip_subtree()
+            else:
+                parts.append("\n" if tag == "br" else "")
+                parts.append(node.text or "")
+        else:
+            parts.append(node.tail or "")
     return "".join(parts)
-
-
-def _collect(node: etree._Element, parts: list[str]) -> None:
-    tag = node.tag.lower() if isinstance(node.tag, str) else ""
-    if tag and tag not in _SKIP:
-        if tag == "br":
-            parts.append("\n")
-        parts.append(node.text or "")
-        for child in node:
-            _collect(child, parts)
-    parts.append(node.tail or "")
