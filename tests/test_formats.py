@@ -5,6 +5,7 @@ and hostile files are skipped, and that previews and MCP `read` show text, not b
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -101,6 +102,30 @@ def test_a_page_nested_deep_keeps_all_its_text(depth: int) -> None:
     extracted, _ = extract_file(page.encode("utf-8"), "html", "deep.html")
     assert all(said in extracted.text for said in ("はじめの段落", "入れ子の文", "おわりの段落 & 結び")), extracted.text[:200]
     assert "hidden" not in extracted.text and extracted.title == "深い"
+
+
+def _with_part(data: bytes, member: str, replacement: bytes) -> bytes:
+    source, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            target.writestr(entry.filename, replacement if entry.filename == member else source.read(entry))
+    return out.getvalue()
+
+
+def test_a_broken_side_part_leaves_the_body_read_or_is_named() -> None:
+    """A fuzzing trial: a .docx whose properties or styles alone were broken was skipped whole, and
+    a refused .pptx or .xlsx did not say which part was damaged."""
+    from oboyu.documents.extracted import Unextractable
+
+    docx = make.docx_bytes("計画", [("目標", ["四月までに試作品を仕上げる"])])
+    for member in ("docProps/core.xml", "word/styles.xml"):
+        assert "四月までに試作品を仕上げる" in text_of(_with_part(docx, member, b"<not xml"), "plan.docx"), member
+    pptx = _with_part(make.pptx_bytes([("日程", "四月に試作", "")]), "ppt/slideLayouts/slideLayout2.xml", b"<not xml")
+    with pytest.raises(Unextractable, match=re.escape("corrupt .pptx file: ppt/slideLayouts/slideLayout2.xml: ")):
+        extract_file(pptx, "pptx", "deck.pptx")
+    xlsx = _with_part(make.xlsx_bytes({"売上": [["店舗"], ["渋谷店"]]}), "xl/styles.xml", b"<not xml")
+    with pytest.raises(Unextractable, match=re.escape("corrupt .xlsx file: xl/styles.xml: ")):
+        extract_file(xlsx, "spreadsheet", "sales.xlsx")
 
 
 def test_legacy_binary_xls_is_read() -> None:

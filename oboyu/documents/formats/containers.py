@@ -63,11 +63,35 @@ def read_member(archive: zipfile.ZipFile, name: str, kind: str) -> bytes | None:
         raise Unextractable(f"corrupt {kind} file: {name}: {exc or type(exc).__name__}") from exc
 
 
-def parse_xml(data: bytes, kind: str) -> etree._Element:
+def parse_xml(data: bytes, kind: str, member: str | None = None) -> etree._Element:
     try:
         return etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
-        raise Unextractable(f"corrupt {kind} file: {exc}") from exc
+        raise Unextractable(f"corrupt {kind} file: {member + ': ' if member else ''}{exc}") from exc
+
+
+def parse_side_xml(data: bytes) -> etree._Element | None:
+    """A part beside the body (properties, styles, notes, headers): None when it is broken, so
+    that the body is read without it (a fuzzing trial's .docx with a broken docProps/core.xml, or
+    styles.xml, was skipped whole)."""
+    try:
+        return etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError:
+        return None
+
+
+def broken_part(archive: zipfile.ZipFile) -> str | None:
+    """The first XML part of an Office archive that does not parse: named when a library that
+    reads them all (python-pptx, calamine) refuses the file, so a person knows what is damaged."""
+    for entry in archive.infolist():
+        if entry.filename.endswith((".xml", ".rels")) and entry.file_size <= MAX_UNPACKED_BYTES:
+            try:
+                etree.fromstring(archive.read(entry), _PARSER)
+            except etree.XMLSyntaxError:
+                return entry.filename
+            except ZIP_ERRORS:
+                return entry.filename
+    return None
 
 
 def local_name(element: etree._Element) -> str:

@@ -21,7 +21,7 @@ from pathlib import PurePath
 from oboyu.documents.decoding import UndecodableError, decode
 from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
-from oboyu.documents.formats.containers import OLE_MAGIC, ZIP_ERRORS, open_zip
+from oboyu.documents.formats.containers import OLE_MAGIC, ZIP_ERRORS, broken_part, open_zip
 
 MAX_ROWS = 200_000  # per file: a log dumped into a sheet is not read past this
 MAX_CELL_CHARS = 2_000
@@ -52,8 +52,10 @@ def extract_workbook(data: bytes, kind: str) -> Extracted:
 def _read_workbook(data: bytes, kind: str) -> Extracted:
     from python_calamine import CalamineError, CalamineWorkbook, PasswordError
 
+    archive = None
     if not data.startswith(OLE_MAGIC):  # .xls is an OLE file; the others are zip archives
-        _check_spans(open_zip(data, kind), kind)
+        archive = open_zip(data, kind)
+        _check_spans(archive, kind)
     elif kind != ".xls" and b"E\x00n\x00c\x00r\x00y\x00p\x00t\x00e\x00d\x00P\x00a\x00c\x00k\x00a\x00g\x00e" in data:
         raise Unextractable(f"encrypted {kind} file (needs a password)")
     try:
@@ -61,7 +63,8 @@ def _read_workbook(data: bytes, kind: str) -> Extracted:
     except PasswordError as exc:
         raise Unextractable(f"encrypted {kind} file (needs a password)") from exc
     except (CalamineError, ValueError, OSError) as exc:
-        raise Unextractable(f"corrupt {kind} file: {exc}") from exc
+        broken = broken_part(archive) if archive is not None else None
+        raise Unextractable(f"corrupt {kind} file: {broken + ': ' if broken else ''}{exc}") from exc
     out = TextBuilder()
     budget = MAX_ROWS
     try:

@@ -10,7 +10,7 @@ from lxml import etree
 
 from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
-from oboyu.documents.formats.containers import ZIP_ERRORS, local_name, open_zip
+from oboyu.documents.formats.containers import ZIP_ERRORS, broken_part, local_name, open_zip
 from oboyu.documents.formats.word import OFFICE, TABLE, TEXT, core_title, odf_content, odf_text
 
 PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
@@ -27,7 +27,8 @@ def extract_pptx(data: bytes) -> Extracted:
         _add_slides(out, Presentation(io.BytesIO(data)))
     # PythonPptxError: a package it cannot find, or a part without an element the schema requires
     except (PythonPptxError, KeyError, AttributeError, etree.XMLSyntaxError, *ZIP_ERRORS) as exc:
-        raise Unextractable(f"corrupt .pptx file: {exc or type(exc).__name__}") from exc
+        broken = broken_part(archive) if isinstance(exc, etree.XMLSyntaxError) else None
+        raise Unextractable(f"corrupt .pptx file: {broken + ': ' if broken else ''}{exc or type(exc).__name__}") from exc
     return out.build()
 
 

@@ -18,7 +18,7 @@ from lxml import etree
 
 from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
-from oboyu.documents.formats.containers import local_name, open_zip, parse_xml, read_member
+from oboyu.documents.formats.containers import local_name, open_zip, parse_side_xml, parse_xml, read_member
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_NAME = re.compile(r"(?i)^heading\s*(\d)$")
@@ -42,9 +42,10 @@ def attribute_number(value: str | None, most: int) -> int | None:
 def core_title(archive: zipfile.ZipFile, member: str, kind: str) -> str | None:
     """dc:title of docProps/core.xml (Office) or meta.xml (OpenDocument)."""
     data = read_member(archive, member, kind)
-    if not data:
+    properties = parse_side_xml(data) if data else None
+    if properties is None:
         return None
-    for element in parse_xml(data, kind).iter():
+    for element in properties.iter():
         if local_name(element) == "title" and (element.text or "").strip():
             return element.text.strip()
     return None
@@ -62,7 +63,7 @@ def extract_docx(data: bytes) -> Extracted:
         **_docx_notes(archive, "word/comments.xml", "comment"),
     }
     out = TextBuilder(core_title(archive, "docProps/core.xml", ".docx"))
-    body = parse_xml(body_xml, ".docx").find(f"{W}body")
+    body = parse_xml(body_xml, ".docx", "word/document.xml").find(f"{W}body")
     paragraphs = 0
     for element in _docx_blocks(body if body is not None else etree.Element("body")):
         paragraphs += 1
@@ -101,9 +102,10 @@ def _docx_margins(archive: zipfile.ZipFile) -> list[str]:
         members = sorted(name for name in archive.namelist() if re.fullmatch(rf"word/{kind}\d*\.xml", name))
         for member in members:
             data = read_member(archive, member, ".docx")
-            if not data:
+            margin = parse_side_xml(data) if data else None
+            if margin is None:
                 continue
-            for block in _docx_blocks(parse_xml(data, ".docx")):
+            for block in _docx_blocks(margin):
                 text = " ".join(_docx_text(block).split())
                 if text and not text.isdigit() and f"[{kind}] {text}" not in texts:  # a page number alone says nothing
                     texts.append(f"[{kind}] {text}")
@@ -150,11 +152,12 @@ def _docx_styles(archive: zipfile.ZipFile) -> dict[str, int]:
     """Heading level (1-9) of each paragraph style that is a heading: by its outline level, its
     built-in name (`heading 1`, stored in English whatever the Word's language), or its base."""
     data = read_member(archive, "word/styles.xml", ".docx")
-    if not data:
+    style_sheet = parse_side_xml(data) if data else None
+    if style_sheet is None:
         return {}
     own: dict[str, int] = {}
     based_on: dict[str, str] = {}
-    for style in parse_xml(data, ".docx").iter(f"{W}style"):
+    for style in style_sheet.iter(f"{W}style"):
         style_id = style.get(f"{W}styleId") or ""
         name = style.find(f"{W}name")
         outline = style.find(f"{W}pPr/{W}outlineLvl")
@@ -192,10 +195,11 @@ def _docx_level(paragraph: etree._Element, styles: dict[str, int]) -> int:
 def _docx_notes(archive: zipfile.ZipFile, member: str, tag: str) -> dict[tuple[str, str | None], str]:
     """Footnote, endnote or comment texts by id (separators left out)."""
     data = read_member(archive, member, ".docx")
-    if not data:
+    part = parse_side_xml(data) if data else None
+    if part is None:
         return {}
     notes = {}
-    for note in parse_xml(data, ".docx").iter(f"{W}{tag}"):
+    for note in part.iter(f"{W}{tag}"):
         if note.get(f"{W}type") in ("separator", "continuationSeparator", "continuationNotice"):
             continue
         author = note.get(f"{W}author")
@@ -217,7 +221,7 @@ def odf_content(data: bytes, kind: str) -> tuple[etree._Element, str | None]:
     content = read_member(archive, "content.xml", kind)
     if content is None:
         raise Unextractable(f"corrupt {kind} file: no content.xml")
-    return parse_xml(content, kind), core_title(archive, "meta.xml", kind)
+    return parse_xml(content, kind, "content.xml"), core_title(archive, "meta.xml", kind)
 
 
 def odf_text(element: etree._Element) -> str:
