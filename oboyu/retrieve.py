@@ -90,6 +90,7 @@ class Request:
     first: int | None = None
     last: int | None = None
     glob: bool = False  # `path` is a pattern (the working folder's name in it escaped)
+    literal: str | None = None  # a pattern's path as typed: a name printed with ␛ and [ is no pattern
     parts: tuple[int, int] | None = None  # pages, slides, rows, ... asked for instead of lines
 
 
@@ -142,7 +143,7 @@ def _located(argument: str, name: str, cwd: str, first: int | None = None, last:
     if not _GLOB.search(name) or os.path.lexists(path):
         return Request(argument, path, first=first, last=last)
     escaped = os.path.abspath(os.path.join(_GLOB.sub(r"[\g<0>]", cwd), name))  # a `[` in the folder's name is a `[`
-    return Request(argument, escaped, first=first, last=last, glob=True)
+    return Request(argument, escaped, first=first, last=last, glob=True, literal=path)
 
 
 @dataclass
@@ -207,7 +208,10 @@ def _targets(store: Store, request: Request) -> list[Target]:
     assert request.path is not None
     path = request.path
     if request.glob:
-        return [_target(request, document) for document in _matching(store, path)]
+        matching = [_target(request, document) for document in _matching(store, path)]
+        if not matching and request.literal and (document := _printed_as(store, request.literal)) is not None:
+            return [_target(request, document)]  # `ok␛[32m.txt` as query printed it
+        return matching
     if os.path.isdir(path):
         return [_target(request, document) for document in _under(store, path)]
     # as indexed, through a symlinked folder, or typed in the other Unicode form (a name copied from

@@ -332,17 +332,17 @@ def test_a_name_with_a_newline_or_a_tab_is_got_by_a_glob_and_as_printed(tmp_path
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "new\nline.md").write_text("# ペンギン\n\nペンギンの観察記録。\n", encoding="utf-8")
-    (notes / "tab\tname.md").write_text("# カワウソ\n\nカワウソの観察記録。\n", encoding="utf-8")
+    (notes / "tab\tname[1].md").write_text("# カワウソ\n\nカワウソの観察記録。\n", encoding="utf-8")
     (notes / "plain.md").write_text("# メモ\n\n普通のメモ。\n", encoding="utf-8")
     assert run_oboyu(oboyu_env, "index", str(notes)).returncode == 0
     every = run_oboyu(oboyu_env, "get", f"{notes}/**", "--json")
     assert every.returncode == 0
-    assert {Path(e["path"]).name for e in json.loads(every.stdout)} == {"new\nline.md", "tab\tname.md", "plain.md"}
+    assert {Path(e["path"]).name for e in json.loads(every.stdout)} == {"new\nline.md", "tab\tname[1].md", "plain.md"}
     printed = run_oboyu(oboyu_env, "get", f"{notes}/new␊line.md:3")
     assert printed.returncode == 0 and "ペンギンの観察記録" in printed.stdout, printed.stderr
     found = run_oboyu(oboyu_env, "query", "カワウソ", "--mode", "keyword", "-k", "1")
-    assert found.returncode == 0 and f"{notes}/tab␉name.md:" in found.stdout and "\t" not in found.stdout, found.stdout
-    got = run_oboyu(oboyu_env, "get", f"{notes}/tab␉name.md")
+    assert found.returncode == 0 and f"{notes}/tab␉name[1].md:" in found.stdout and "\t" not in found.stdout, found.stdout
+    got = run_oboyu(oboyu_env, "get", f"{notes}/tab␉name[1].md")  # a glob character too
     assert got.returncode == 0 and "カワウソの観察記録" in got.stdout, got.stderr
 
 
