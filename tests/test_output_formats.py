@@ -135,6 +135,11 @@ def test_bad_combinations_are_one_line_errors(oboyu) -> None:
                        (("--min-score", "1.5"), "1.5"),
                        (("--min-score", "nan"), "nan is not a number from 0 to 1"),  # FloatRange let it through
                        (("--type", ",,"), "the file types ',,' name none"),  # it searched everything (a user trial)
+                       # a fuzzing trial: these filtered nothing, or `../` as text files, silently
+                       (("--type", "../"), "unknown file type '../'"),
+                       (("--since", ""), "not a date: ''"),
+                       (("--path", ""), "is not a usable pattern (it is empty)"),
+                       (("--path", "!"), "is not a usable pattern (it is empty)"),
                        (("--format", "xml"), "xml")):
         done = oboyu(*(() if "--stdin" in args else ("議事録",)), *args)
         assert done.returncode == 2 and says in done.stderr, (args, done.stderr)

@@ -133,7 +133,7 @@ class Asked:
     @property
     def is_plain(self) -> bool:
         """No filter asked for."""
-        return not (self.paths or self.types or self.since or self.until or self.roots)
+        return not self.paths and self.types is None and self.since is None and self.until is None and not self.roots
 
     def filters(self, store: Store, err: TextIO) -> Filters:
         """The filters asked for (the folders named looked up in the index), saying what an age means."""

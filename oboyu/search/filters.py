@@ -142,13 +142,14 @@ def make_filters(
         raise OboyuError(f"unknown file type {unknown[0]!r}; use an extension oboyu reads (md, txt, pdf, py, ...) "
                          f"or a kind: {', '.join(sorted({*KINDS, *KIND_ALIASES}))}")
     for pattern in paths:
-        problem = pattern_problem(pattern.removeprefix("!"))
+        # `--path ""` (a script's unset variable) and `!` filtered nothing, silently
+        problem = "it is empty" if not pattern.removeprefix("!").strip() else pattern_problem(pattern.removeprefix("!"))
         if problem is None and len(re.findall(r"\*+", pattern)) > MAX_PATTERN_WILDCARDS:
             problem = f"more than {MAX_PATTERN_WILDCARDS} wildcards (*): matching a long name against it takes minutes; use fewer, as in **/drafts/*.md"
         if problem is not None:
             raise OboyuError(f"--path `{pattern}` is not a usable pattern ({problem}); write it as a .gitignore line")
-    since_ns = parse_time(since) if since else None
-    until_ns = parse_time(until) if until else None
+    since_ns = parse_time(since) if since is not None else None  # "" is no date (the MCP tool and the app pass None)
+    until_ns = parse_time(until) if until is not None else None
     if since_ns is not None and until_ns is not None and since_ns >= until_ns:
         raise OboyuError(f"--since {since} is not before --until {until}: no file can be in between")
     return Filters(
@@ -167,8 +168,10 @@ KIND_ALIASES = {"mail": "email", "word": "docx", "excel": "spreadsheet", "powerp
 
 
 def _known_type(name: str) -> bool:
-    """A kind, or an extension some reader takes."""
+    """A kind, or an extension some reader takes (`../` or `/` is neither: it read as text)."""
     name = name.lower().lstrip(".")
+    if not re.fullmatch(r"[\w+-]+", name):
+        return False
     return name in KINDS or file_type_for(Path("x." + name)) is not None
 
 
