@@ -73,6 +73,7 @@ def test_file_types() -> None:
     assert file_type_for(Path("a.htm")) == "html"
     assert file_type_for(Path("a.py")) == "code"
     assert file_type_for(Path("a.png")) is None
+    assert file_type_for(Path("memo.txt ")) == "text"  # a trailing space (a fuzzing trial: "add .txt  to file_types")
 
 
 def test_html_without_head_end_tag_and_svg_titles() -> None:

@@ -52,6 +52,7 @@ def file_type_for(path: PurePath) -> str | None:
     when its first bytes are text (`looks_like_text`)."""
     ext = path.suffix.lower()
     extra = settings().file_types.get(ext)
+    ext = ext.rstrip()  # `memo.txt ` (a trailing space Windows would have dropped) is a .txt
     if extra is not None:
         return extra
     if ext in MARKDOWN_EXT:
