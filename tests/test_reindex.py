@@ -193,6 +193,18 @@ def test_an_empty_name_or_path_is_refused_not_taken_for_the_working_folder(tmp_p
     assert oboyu(oboyu_env, "status", "--json").stdout == before
 
 
+def test_a_folder_whose_files_are_all_left_out_says_so(tmp_path: Path, oboyu_env: dict) -> None:
+    """A fuzzing trial: `*` in .oboyuignore left every file out, and the run said only "0 added"."""
+    notes = tmp_path / "notes"
+    write(notes / "a.md", "# メモ\n\n本文。\n")
+    (notes / ".oboyuignore").write_text("*\n", encoding="utf-8")
+    done = oboyu(oboyu_env, "index", str(notes))
+    assert done.returncode == 0 and "no file found to index" in done.stderr and ".oboyuignore" in done.stderr
+    (notes / ".oboyuignore").unlink()
+    again = oboyu(oboyu_env, "index", str(notes))
+    assert "1 added" in again.stderr and "no file found" not in again.stderr
+
+
 def shutil_rmtree(path: Path) -> None:
     import shutil
 

@@ -3,9 +3,10 @@ waits), and the exit codes (0 success, 1 a query with no results, 2 error)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -45,3 +46,12 @@ def open_reading(path: Path) -> Store:
 def index_model(path: Path) -> str | None:
     """The model the index was built with, None for a new or empty one."""
     return api.index_model(path, on_wait=say_waiting)
+
+
+class NonEmptyPath(click.Path):
+    """A path that is not empty: `index "$DIR"` with DIR unset indexed the working folder."""
+
+    def convert(self, value: str | os.PathLike[str], param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":  # (a folder may be named with spaces)
+            self.fail("a path cannot be empty; name a folder or the files to index", param, ctx)
+        return super().convert(value, param, ctx)

@@ -10,13 +10,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.cells import cell_len
 
 from oboyu import api
-from oboyu.cli.common import db_option, db_path, index_model, open_reading
+from oboyu.cli.common import NonEmptyPath, db_option, db_path, index_model, open_reading
 from oboyu.cli.missing import say_moved
 from oboyu.documents.crawl import Hidden, JunkFolder
 from oboyu.documents.filetypes import SNIFF_BYTES, UNSUPPORTED, looks_like_text
@@ -25,7 +24,7 @@ from oboyu.index.arrays_cache import arrays_of, arrays_state, made_arrays
 from oboyu.index.index_file import IndexFile, file_signature
 from oboyu.index.indexer import Indexer
 from oboyu.index.lock import index_busy
-from oboyu.index.reports import IndexStats
+from oboyu.index.reports import FOUND_NOTHING, IndexStats
 from oboyu.index.roots import checked_description, checked_name
 from oboyu.models.loading import load_embedder
 from oboyu.paths import disk_path
@@ -40,17 +39,8 @@ SKIPS_SHOWN = 5  # a root's files that could not be indexed, listed by `status` 
 NAME_CELLS = 16  # the least width of the folders' names in `status`, in terminal cells
 
 
-class _FolderPath(click.Path):
-    """A path that is not empty: `index "$DIR"` with DIR unset indexed the working folder."""
-
-    def convert(self, value: str | os.PathLike[str], param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if value == "":  # (a folder may be named with spaces)
-            self.fail("a path cannot be empty; name a folder or the files to index", param, ctx)
-        return super().convert(value, param, ctx)
-
-
 @click.command()
-@click.argument("paths", nargs=-1, type=_FolderPath(path_type=Path, readable=False))  # said below, in our words
+@click.argument("paths", nargs=-1, type=NonEmptyPath(path_type=Path, readable=False))  # said below, in our words
 @db_option
 @click.option("--name", help="A name for the folder (one PATH), for reindex, remove and status.")
 @click.option("--describe", "description", metavar="TEXT", help="What the folder holds, in a line (one PATH): shown "
@@ -257,6 +247,8 @@ def _report(stats: IndexStats, quiet: bool, verbose: bool) -> None:
         return
     err = sys.stderr
     err.write(stats.summary() + "\n")
+    if stats.found_nothing():  # a fuzzing trial's `*` in .oboyuignore: the summary alone said nothing
+        err.write(f"  {FOUND_NOTHING}\n")
     for root in stats.missing_roots:
         err.write(visible(f"  {root.name} ({root.path}) is missing (unmounted?); its rows are kept; "
                           f"`oboyu remove {root.name}` drops them") + "\n")

@@ -47,6 +47,11 @@ class IndexStats:
         self.reused += lookup.cached
         self.repeated += lookup.repeated
 
+    def found_nothing(self) -> bool:
+        """No file at all: an empty folder, or every file hidden or ignored."""
+        return not (self.added or self.changed or self.removed or self.renamed or self.unchanged or self.skipped
+                    or self.missing_roots)
+
     def summary(self) -> str:
         line = (
             f"indexed in {format_duration(self.seconds)}: {self.added:,} added, {self.changed:,} changed, "
@@ -56,6 +61,8 @@ class IndexStats:
         return line + (" (stopped early)" if self.stopped else "")
 
 
+FOUND_NOTHING = ("no file found to index: the folder is empty, or each file is hidden, in a junk folder or left out by "
+                 "an ignore file (.oboyuignore, .gitignore); `oboyu index -v` lists the hidden and junk ones")
 SLOW_FILE_SECONDS = 2.0  # a file the reader is on this long is named on the progress line
 NAME_CHARS = 40  # of its name, so that the line stays one terminal line
 
