@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from oboyu.documents.extract import extract
 from oboyu.documents.extracted import split_lines
 from oboyu.documents.filetypes import file_type_for
@@ -96,3 +98,23 @@ def test_lines_end_at_cr_lf_and_crlf_only() -> None:
     assert split_lines("a\r\nb\rc\n\x0cd\n") == ["a", "b", "c", "\x0cd"]
     doc = extract("first.\r\rsecond.\r\n\r\nthird.\n", "text")
     assert [(b.text, b.start_line) for b in doc.blocks] == [("first.", 1), ("second.", 3), ("third.", 5)]
+
+
+def test_utf16_without_a_bom_or_cut_after_an_odd_byte_is_read() -> None:
+    """A fuzzing trial: UTF-16 without a byte-order mark was skipped as binary (its ASCII leaves
+    NULs), and UTF-16 with one and a stray last byte lost the whole file."""
+    import codecs
+    import random
+
+    from oboyu.documents.extract import extract_file
+    from oboyu.documents.extracted import Unextractable
+
+    text = "# 買い物メモ\n\n牛乳と卵、それから食パン。\n週末は　市場へ行く。\nEnglish words too.\n"
+    for encoding in ("utf-16-le", "utf-16-be"):
+        extracted, said = extract_file(text.encode(encoding), "markdown", "memo.md")
+        assert "食パン" in extracted.text and said == f"{encoding} (no byte-order mark)"
+    extracted, said = extract_file(codecs.BOM_UTF16_LE + text.encode("utf-16-le") + b"x", "text", "memo.txt")
+    assert "市場へ行く" in extracted.text and said == "utf-16-le (invalid bytes replaced)"
+    noise = random.Random(5).randbytes(4000) + b"\0" * 8  # NULs, and no text in either byte order
+    with pytest.raises(Unextractable, match="binary file"):
+        extract_file(noise, "text", "blob")

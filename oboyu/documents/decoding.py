@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 
 from oboyu.errors import OboyuError
@@ -27,6 +28,8 @@ _BOMS = (
 _JAPANESE_LEGACY = ("cp932", "euc_jp", "euc_jis_2004")  # on a tie the first wins
 MIN_JAPANESE_SCORE = 0.4  # per non-ASCII character; below it, more likely another encoding
 MAX_INVALID_UTF8 = 0.001  # share of bad bytes a UTF-8 file may have (a truncated last character)
+SAMPLE_BYTES = 8192  # of a file, to see where its NULs fall
+_NOT_TEXT = {"Cc", "Cn", "Co", "Cs"}  # controls, unassigned, private use, surrogates
 _ISO2022_KANJI_IN = (b"\x1b$B", b"\x1b$@", b"\x1b$(D", b"\x1b$(Q")
 
 
@@ -44,9 +47,14 @@ def decode(data: bytes) -> Decoded:
     """Decode file bytes; raises UndecodableError when no encoding fits."""
     for bom, name in _BOMS:
         if data.startswith(bom):
+            body = data[len(bom) :]
             try:
-                return Decoded(data[len(bom) :].decode(name.replace("-sig", "")), name)
+                return Decoded(body.decode(name.replace("-sig", "")), name)
             except UnicodeDecodeError as exc:
+                # a few bad units (a file cut after an odd byte) are replaced, not the whole text lost
+                text = body.decode(name.replace("-sig", ""), errors="replace")
+                if text.count("\ufffd") <= max(1, len(body) * MAX_INVALID_UTF8):
+                    return Decoded(text, f"{name} (invalid bytes replaced)")
                 raise UndecodableError(f"invalid {name} after its byte-order mark") from exc
     # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its kanji-in escapes first
     if b"\x1b$" in data and any(esc in data for esc in _ISO2022_KANJI_IN) and max(data) < 0x80:
@@ -66,6 +74,26 @@ def decode(data: bytes) -> Decoded:
         if found is not None:
             return found
     return _detect(data)
+
+
+def bomless_utf16(data: bytes) -> Decoded | None:
+    """UTF-16 without a byte-order mark (some Windows tools write it), which reads as binary for
+    its NULs: each ASCII character (a newline, a space) leaves one on the same side of its pair.
+    Taken for it when the NULs lean to one side and the whole decodes to text with few controls."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    sample = data[:SAMPLE_BYTES]
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    for name, zeros, others in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if zeros < len(sample) // 20 or others > zeros // 4:  # U+3000, U+4E00, ... leave a NUL on the other side
+            continue
+        try:
+            text = data.decode(name)
+        except UnicodeDecodeError:
+            continue
+        if sum(ch not in "\t\r\n\x0c" and unicodedata.category(ch) in _NOT_TEXT for ch in text) <= len(text) // 100:
+            return Decoded(text, f"{name} (no byte-order mark)")
+    return None
 
 
 def _western(data: bytes) -> Decoded | None:

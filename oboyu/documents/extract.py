@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from oboyu.documents.decoding import UndecodableError, decode
+from oboyu.documents.decoding import Decoded, UndecodableError, bomless_utf16, decode
 from oboyu.documents.extracted import Extracted, Unextractable, lines_with_offsets, paragraphs
 from oboyu.documents.filetypes import looks_binary
 from oboyu.documents.formats import data, epub, html, mail, pdf, sheets, slides, word
@@ -45,13 +45,15 @@ def _read(data: bytes, file_type: str, name: str) -> tuple[Extracted, str]:
         if not data:  # a new, never-saved document (Windows' New > Word Document makes 0 bytes): empty, not corrupt
             return Extracted("", []), file_type
         return reader(data, name)
-    if looks_binary(data):
-        raise Unextractable("binary file")
     try:
-        decoded = decode(data)
+        decoded = (bomless_utf16(data) or _binary()) if looks_binary(data) else decode(data)
     except UndecodableError as exc:
         raise Unextractable(f"cannot decode: {exc}") from exc
     return extract(decoded.text, file_type), decoded.encoding
+
+
+def _binary() -> Decoded:
+    raise Unextractable("binary file")
 
 
 def extract(text: str, file_type: str) -> Extracted:
