@@ -123,6 +123,10 @@ def test_a_broken_side_part_leaves_the_body_read_or_is_named() -> None:
     pptx = _with_part(make.pptx_bytes([("日程", "四月に試作", "")]), "ppt/slideLayouts/slideLayout2.xml", b"<not xml")
     with pytest.raises(Unextractable, match=re.escape("corrupt .pptx file: ppt/slideLayouts/slideLayout2.xml: ")):
         extract_file(pptx, "pptx", "deck.pptx")
+    deep = _with_part(docx, "word/document.xml", zipfile.ZipFile(io.BytesIO(docx)).read("word/document.xml").replace(
+        b"<w:body>", b"<w:body>" + b"<w:sdt>" * 300 + b"</w:sdt>" * 300))
+    with pytest.raises(Unextractable, match="word/document.xml: its XML is nested more than 256 elements deep"):
+        extract_file(deep, "docx", "deep.docx")  # it said "use XML_PARSE_HUGE option"
     xlsx = _with_part(make.xlsx_bytes({"売上": [["店舗"], ["渋谷店"]]}), "xl/styles.xml", b"<not xml")
     with pytest.raises(Unextractable, match=re.escape("corrupt .xlsx file: xl/styles.xml: ")):
         extract_file(xlsx, "spreadsheet", "sales.xlsx")

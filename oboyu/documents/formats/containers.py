@@ -67,7 +67,8 @@ def parse_xml(data: bytes, kind: str, member: str | None = None) -> etree._Eleme
     try:
         return etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
-        raise Unextractable(f"corrupt {kind} file: {member + ': ' if member else ''}{exc}") from exc
+        said = "its XML is nested more than 256 elements deep" if "Excessive depth" in str(exc) else str(exc)
+        raise Unextractable(f"corrupt {kind} file: {member + ': ' if member else ''}{said}") from exc
 
 
 def parse_side_xml(data: bytes) -> etree._Element | None:
