@@ -125,7 +125,7 @@ def test_a_broken_side_part_leaves_the_body_read_or_is_named() -> None:
         extract_file(pptx, "pptx", "deck.pptx")
     deep = _with_part(docx, "word/document.xml", zipfile.ZipFile(io.BytesIO(docx)).read("word/document.xml").replace(
         b"<w:body>", b"<w:body>" + b"<w:sdt>" * 300 + b"</w:sdt>" * 300))
-    with pytest.raises(Unextractable, match="word/document.xml: its XML is nested more than 256 elements deep"):
+    with pytest.raises(Unextractable, match=re.escape("word/document.xml: its XML is nested more than 256 elements deep")):
         extract_file(deep, "docx", "deep.docx")  # it said "use XML_PARSE_HUGE option"
     xlsx = _with_part(make.xlsx_bytes({"売上": [["店舗"], ["渋谷店"]]}), "xl/styles.xml", b"<not xml")
     with pytest.raises(Unextractable, match=re.escape("corrupt .xlsx file: xl/styles.xml: ")):
