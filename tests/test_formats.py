@@ -90,6 +90,23 @@ def test_a_sheet_spanning_too_many_cells_is_skipped_not_allocated() -> None:
     with pytest.raises(Unextractable, match=r"spans 1,048,576 rows × 16,384 columns .*too large to read"):
         extract_file(workbook("XFD1048576"), "spreadsheet", "far.xlsx")
     assert "遠く" in text_of(workbook("XFD20"), "wide.xlsx")
+    # a review: positions left implied (no `r`) passed the check, and a used range that runs to the
+    # last row (a formatted empty cell) refused a sheet calamine reads as 2 x 26
+    from openpyxl.styles import Font
+
+    implied = _with_part(workbook("B2"), "xl/worksheets/sheet1.xml", (
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        '<row><c t="inlineStr"><is><t>first</t></is></c></row>' + "<row/>" * 100_000 + "<row>" + "<c/>" * 299
+        + '<c t="inlineStr"><is><t>last</t></is></c></row></sheetData></worksheet>').encode())
+    with pytest.raises(Unextractable, match=r"spans 100,002 rows × 300 columns"):
+        extract_file(implied, "spreadsheet", "implied.xlsx")
+    book = Workbook()
+    book.active["A1"], book.active["Z2"] = "近く", "遠く"
+    book.active["Z1000000"].font = Font(bold=True)
+    book.active.row_dimensions[1048576].height = 30
+    buffer = io.BytesIO()
+    book.save(buffer)
+    assert "遠く" in text_of(buffer.getvalue(), "styled.xlsx")
 
 
 @pytest.mark.parametrize("depth", [300, 10_000])

@@ -6,7 +6,6 @@ bound has many rows to rule out."""
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import subprocess
 import sys
@@ -93,8 +92,7 @@ def same_but_near_ties(mine: list[tuple[str, float]], theirs: list[tuple[str, fl
 def test_the_int8_scan_finds_exactly_the_float32_best(crowded: tuple[Store, np.ndarray], mapped_up_to: int, madvise: bool,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("oboyu.index.arrays.MAPPED_VECTORS_UP_TO", mapped_up_to)
-    if not madvise:  # as on Windows
-        monkeypatch.delattr(mmap, "MADV_DONTNEED", raising=False)
+    monkeypatch.setattr("oboyu.index.arrays.PAGES_LET_GO", madvise)  # False: as on Windows and macOS
     store, vectors = crowded
     resident = ResidentIndex().refresh(store)
     rng = np.random.default_rng(3)

@@ -319,6 +319,7 @@ def test_stdio_answers_every_bad_call_with_a_quiet_stderr(notes: tuple[Path, Pat
         assert refused["isError"] and "start_line must be 1 or more" in refused["content"][0]["text"]
         found = tool("search", {"query": "tomato", "k": 1})
         assert not found.get("isError") and "garden.txt" in found["content"][0]["text"]
+        server.stdin.write(b"\n  \n")  # blank lines: no message, no reply (the next reply is the first error's)
         for line, code in ((b"this is not json", -32700), (b'{"foo": 1}', -32600), (b"[1, 2]", -32600)):
             server.stdin.write(line + b"\n")  # JSON-RPC's error reply, id null: it was dropped unanswered
             server.stdin.flush()

@@ -50,9 +50,8 @@ def file_type_for(path: PurePath) -> str | None:
     """The reader a file gets by its name (the user's `file_types` setting first), or None
     when we do not index it. A name without an extension (`README`, `memo`) is read as text
     when its first bytes are text (`looks_like_text`)."""
-    ext = path.suffix.lower()
+    ext = path.suffix.lower().rstrip()  # `memo.txt ` (a trailing space Windows would have dropped) is a .txt
     extra = settings().file_types.get(ext)
-    ext = ext.rstrip()  # `memo.txt ` (a trailing space Windows would have dropped) is a .txt
     if extra is not None:
         return extra
     if ext in MARKDOWN_EXT:

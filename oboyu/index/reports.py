@@ -50,7 +50,7 @@ class IndexStats:
     def found_nothing(self) -> bool:
         """No file at all: an empty folder, or every file hidden or ignored."""
         return not (self.added or self.changed or self.removed or self.renamed or self.unchanged or self.skipped
-                    or self.missing_roots)
+                    or self.missing_roots or self.stopped)
 
     def summary(self) -> str:
         line = (

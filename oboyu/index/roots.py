@@ -76,7 +76,7 @@ class RootTable:
         """The roots with these names or paths; an unknown one is an error that lists the known."""
         roots = []
         for name in names:
-            if not name.strip():  # `remove "$NAME"` with NAME unset: "" was the working folder, removed
+            if not name:  # `remove "$NAME"` with NAME unset: "" was the working folder, removed
                 raise OboyuError("a folder's name or path cannot be empty; `oboyu status` lists the indexed folders")
             root = self.root_named(name)
             if root is None:

@@ -335,7 +335,8 @@ class _RepairedLines:
 
     async def _each(self) -> Any:
         async for line in self.lines:
-            yield repaired_line(line)
+            if line.strip():  # a blank line is no message, nor an error to answer (some clients send them)
+                yield repaired_line(line)
 
 
 def _protocol_stdin() -> _RepairedLines:

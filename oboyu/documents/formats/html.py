@@ -99,13 +99,18 @@ def _parser() -> lxml.html.HTMLParser:
     return lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, huge_tree=True)
 
 
-_INVISIBLE_ELEMENTS = re.compile(r"(?is)<(script|style|template)\b.*?</\1\s*>|<!--.*?-->")
-_TAG = re.compile(r"(?s)<[^>]*>")
+# each may run to the end of the page: one left open costs one pass, not one pass per `<`
+# (a review's 20,000 unclosed <script>s took 18 s); the page's head, menus and drawings left out
+_INVISIBLE_ELEMENTS = re.compile(r"(?is)<(head|script|style|template|noscript|nav|svg)\b.*?(?:</\1\s*>|\Z)|<!--.*?(?:-->|\Z)")
+_TAG = re.compile(r"<(?:/?([A-Za-z][\w:-]*))?[^>]*(?:>|\Z)")
+_INLINE = {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "kbd", "mark", "q", "ruby",
+           "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u", "var", "wbr"}
 
 
 def _plain_paragraphs(source: str) -> list[str]:
     """A page's text with its markup stripped, a paragraph to each run of lines."""
-    text = html.unescape(_TAG.sub("\n", _INVISIBLE_ELEMENTS.sub(" ", source)))
+    visible = _INVISIBLE_ELEMENTS.sub(" ", source)
+    text = html.unescape(_TAG.sub(lambda tag: "" if (tag[1] or "").lower() in _INLINE else "\n", visible))
     lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
     return [line for line in lines if line]
 

@@ -13,27 +13,17 @@ import csv
 import datetime as dt
 import io
 import math
-import re
-import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import PurePath
 
 from oboyu.documents.decoding import UndecodableError, decode
 from oboyu.documents.extracted import Extracted, Unextractable
 from oboyu.documents.formats.builder import TextBuilder
-from oboyu.documents.formats.containers import OLE_MAGIC, ZIP_ERRORS, broken_part, open_zip
+from oboyu.documents.formats.containers import OLE_MAGIC, broken_part, open_zip
+from oboyu.documents.formats.sheet_spans import check_spans
 
 MAX_ROWS = 200_000  # per file: a log dumped into a sheet is not read past this
 MAX_CELL_CHARS = 2_000
-# calamine holds a sheet as a grid from its first cell to its last, 32 bytes a cell, and a failed
-# allocation aborts the process: one cell at A1 and one at XFD1048576 asked for 549 GB (a fuzzing
-# trial), ending every run. Past this many a sheet's file is not read (about 640 MB).
-MAX_SPANNED_CELLS = 20_000_000
-# a cell's column and a row's number in a worksheet's XML (`<c r="XFD1048576"`, `<row r="12"`):
-# a literal start, which the regex engine finds fast, and whatever space comes before it
-_CELL_COLUMN = re.compile(rb'r="([A-Z]{1,3})[0-9]{1,7}"')
-_ROW_NUMBER = re.compile(rb'r="([0-9]{1,7})"')
-_SCAN_BYTES = 1 << 20
 
 
 def extract_workbook(data: bytes, kind: str) -> Extracted:
@@ -55,7 +45,7 @@ def _read_workbook(data: bytes, kind: str) -> Extracted:
     archive = None
     if not data.startswith(OLE_MAGIC):  # .xls is an OLE file; the others are zip archives
         archive = open_zip(data, kind)
-        _check_spans(archive, kind)
+        check_spans(archive, kind)
     elif kind != ".xls" and b"E\x00n\x00c\x00r\x00y\x00p\x00t\x00e\x00d\x00P\x00a\x00c\x00k\x00a\x00g\x00e" in data:
         raise Unextractable(f"encrypted {kind} file (needs a password)")
     try:
@@ -82,41 +72,6 @@ def _read_workbook(data: bytes, kind: str) -> Extracted:
     finally:
         book.close()
     return out.build()
-
-
-def _check_spans(archive: zipfile.ZipFile, kind: str) -> None:
-    """Refuse a workbook one of whose sheets spans more than MAX_SPANNED_CELLS from its first cell
-    to its last (.xlsx and .xlsm: rows and columns read from the XML in a streamed scan, 0.4 s of
-    a 100,000-row sheet's 3 s of reading)."""
-    for entry in archive.infolist():
-        if not (entry.filename.startswith("xl/worksheets/") and entry.filename.endswith(".xml")):
-            continue
-        rows: set[int] = set()
-        columns: set[bytes] = set()
-        tail = b""
-        try:
-            with archive.open(entry) as stream:
-                while chunk := stream.read(_SCAN_BYTES):
-                    window = tail + chunk
-                    columns.update(_CELL_COLUMN.findall(window))
-                    found = [int(number) for number in _ROW_NUMBER.findall(window)]
-                    rows.update((min(found), max(found)) if found else ())
-                    tail = window[-256:]  # a tag cut by the chunk's end is read whole next time
-        except ZIP_ERRORS as exc:
-            raise Unextractable(f"corrupt {kind} file: {entry.filename}: {exc or type(exc).__name__}") from exc
-        if rows and columns:
-            numbers = [_column_number(letters) for letters in columns]
-            height, width = max(rows) - min(rows) + 1, max(numbers) - min(numbers) + 1
-            if height * width > MAX_SPANNED_CELLS:
-                raise Unextractable(f"a sheet of this {kind} file spans {height:,} rows × {width:,} columns (over "
-                                    f"{MAX_SPANNED_CELLS:,} cells: too large to read)")
-
-
-def _column_number(letters: bytes) -> int:
-    number = 0
-    for letter in letters:
-        number = number * 26 + letter - 64
-    return number
 
 
 def extract_delimited(data: bytes, name: str) -> tuple[Extracted, str]:
