@@ -53,7 +53,8 @@ def decode(data: bytes) -> Decoded:
             except UnicodeDecodeError as exc:
                 # a few bad units (a file cut after an odd byte) are replaced, not the whole text lost
                 text = body.decode(name.replace("-sig", ""), errors="replace")
-                if text.count("\ufffd") <= max(1, len(body) * MAX_INVALID_UTF8):
+                bad = text.count("\ufffd")
+                if bad <= max(1, len(body) * MAX_INVALID_UTF8) and len(text) > 2 * bad:
                     return Decoded(text, f"{name} (invalid bytes replaced)")
                 raise UndecodableError(f"invalid {name} after its byte-order mark") from exc
     # ISO-2022-JP is 7-bit, so it is also valid UTF-8: look for its kanji-in escapes first

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-import io
-import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, cast
+from typing import Annotated, Any, cast
 
 from pydantic import BeforeValidator, Field
 
@@ -34,6 +31,7 @@ from oboyu import retrieve
 from oboyu.api import open_indexer
 from oboyu.documents.viewing import read_document
 from oboyu.errors import OboyuError
+from oboyu.mcp.stdio_wire import answer_unreadable_lines, protocol_stdin, with_valid_strings
 from oboyu.models.embedding import Embedder
 from oboyu.models.rerank import Reranker
 from oboyu.modes import MODE_NAMES, Mode
@@ -257,21 +255,10 @@ class OboyuTools:
         return f"not an indexed file; {hint}"
 
 
-def _valid(value: Any, text: Callable[[str], str] = valid_text) -> Any:
-    """`value` with each string (keys too, at any depth) passed through `text`."""
-    if isinstance(value, str):
-        return text(value)
-    if isinstance(value, dict):
-        return {_valid(key, text): _valid(item, text) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_valid(item, text) for item in value]
-    return value
-
-
 def _wire(value: Any) -> Any:
     """A tool's answer as UTF-8 and the SDK's JSON can hold it: a file name that is not UTF-8
     (its bad bytes as lone surrogates) in the index's form, which `read` takes back."""
-    return _valid(value, lambda text: valid_text(stored_path(text)))
+    return with_valid_strings(value, lambda text: valid_text(stored_path(text)))
 
 
 def one_line(message: str) -> str:
@@ -298,81 +285,6 @@ def _invalid_arguments(error: Any) -> str:
     return "; ".join(said)
 
 
-def _clamped_int(digits: str) -> int:
-    """A JSON integer; one longer than the SDK's parser takes (some 4,300 digits) clamped to 64 bits."""
-    if len(digits) <= 4000:
-        return int(digits)
-    return -(2**63) if digits.startswith("-") else 2**63 - 1
-
-
-def repaired_line(line: str) -> str:
-    """A line of the protocol as the SDK's JSON parser takes it. That parser refuses a string
-    with a lone surrogate (`"\\ud800"`, as JavaScript writes half an emoji) and an integer of
-    thousands of digits, and the SDK then drops the request unanswered, so that the client waits
-    for ever. Such a line is written anew: lone surrogates as U+FFFD, the integer clamped."""
-    from mcp_types import jsonrpc_message_adapter
-
-    try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return line
-    except ValueError:  # pydantic's ValidationError
-        pass
-    try:
-        message = json.loads(line, parse_int=_clamped_int, parse_float=lambda f: max(-1e308, min(1e308, float(f))))
-    except (ValueError, RecursionError):
-        return line  # not JSON at all: `_answer_unreadable_lines` says so
-    return json.dumps(_valid(message), ensure_ascii=False)
-
-
-class _RepairedLines:
-    """The protocol's input lines, each through `repaired_line` (what stdio_server iterates)."""
-
-    def __init__(self, lines: Any):
-        self.lines = lines
-
-    def __aiter__(self) -> Any:
-        return self._each()
-
-    async def _each(self) -> Any:
-        async for line in self.lines:
-            if line.strip():  # a blank line is no message, nor an error to answer (some clients send them)
-                yield repaired_line(line)
-
-
-def _protocol_stdin() -> _RepairedLines:
-    """The protocol's input from fd 0, which then points at the null device as the SDK's own
-    stdio leaves it, so that nothing else in the process, nor a child, reads the protocol."""
-    import anyio
-
-    try:
-        wire: BinaryIO = os.fdopen(os.dup(0), "rb", closefd=False)  # never closed: a worker may still read it
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-    except OSError:
-        wire = sys.stdin.buffer
-    return _RepairedLines(anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", errors="replace")))
-
-
-async def _answer_unreadable_lines(wire: Any, to_server: Any, out: Any) -> None:
-    """Messages from the wire to the server; a line that is none gets JSON-RPC's error reply
-    (-32700 for one that is not JSON, -32600 for JSON that is no message), where the SDK's stdio
-    passes the server an exception that it drops without a word, so a client waited."""
-    from mcp.shared.message import SessionMessage
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-    from pydantic import ValidationError
-
-    async with to_server:
-        async for item in wire:
-            if not isinstance(item, Exception):
-                await to_server.send(item)
-                continue
-            not_json = isinstance(item, ValidationError) and any(e["type"] == "json_invalid" for e in item.errors())
-            error = (ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON") if not_json else
-                     ErrorData(code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP knows"))
-            await out.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error)))
-
-
 def build_server(tools: OboyuTools):
     """The MCP server exposing `tools`: each call answers within its time cap, with a result or
     an `isError` reply of one line that says what to do; a bug's traceback goes to the log only."""
@@ -394,7 +306,7 @@ def build_server(tools: OboyuTools):
                 said = f"{name} takes no argument {one_line(unknown[0])[:80]!r}" if arguments_of[name] else ""
                 raise ToolError(f"Error executing tool {name}: {'; '.join(filter(None, [said, USAGE[name]]))}")
             try:
-                return await super().call_tool(name, _valid(arguments), context)  # a half emoji: U+FFFD
+                return await super().call_tool(name, with_valid_strings(arguments), context)  # a half emoji: U+FFFD
             except UnexpectedToolError as exc:  # a bug: its traceback in the log (MCPServer writes it)
                 raise UnexpectedToolError(f"{exc}: it failed inside oboyu; the server's log (stderr) says why") from exc
             except ToolError as exc:
@@ -406,10 +318,10 @@ def build_server(tools: OboyuTools):
         async def run_stdio_async(self) -> None:
             from mcp.server.stdio import stdio_server
 
-            async with stdio_server(stdin=cast(Any, _protocol_stdin())) as (read_stream, write_stream):
+            async with stdio_server(stdin=cast(Any, protocol_stdin())) as (read_stream, write_stream):
                 readable_send, readable = anyio.create_memory_object_stream[Any](0)
                 async with anyio.create_task_group() as group:
-                    group.start_soon(_answer_unreadable_lines, read_stream, readable_send, write_stream)
+                    group.start_soon(answer_unreadable_lines, read_stream, readable_send, write_stream)
                     await self._lowlevel_server.run(readable, write_stream,
                                                     self._lowlevel_server.create_initialization_options())
                     group.cancel_scope.cancel()
