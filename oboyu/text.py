@@ -21,6 +21,7 @@ _VISIBLE.update({code: f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF els
                  for code in range(0xD800, 0xE000)})
 # the index holds such a byte as U+10FD00 + the byte (oboyu.paths): shown as the byte too
 _VISIBLE.update({0x10FD00 + byte: f"\\x{byte:02x}" for byte in range(0x80, 0x100)})
+_VISIBLE_IN_NAMES = {**_VISIBLE, 0x09: "\u2409"}
 # JSON keeps them as \u escapes (valid JSON; Python's json reads them back to the same string)
 _JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _VISIBLE if 0x7F <= code <= 0xFFFF}
 
@@ -39,7 +40,7 @@ def visible(text: str) -> str:
 def visible_name(name: str) -> str:
     """A file's name or path as `visible` shows text, and a tab as ␉ too: a tab in a snippet is
     layout, in a name it printed as blank space that a person's copy of it turned into spaces."""
-    return visible(name).replace("\t", "\u2409")
+    return name.translate(_VISIBLE_IN_NAMES)
 
 
 def visible_pieces(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[str, bool]]:

@@ -76,8 +76,8 @@ def parse_side_xml(data: bytes) -> etree._Element | None:
     that the body is read without it (a fuzzing trial's .docx with a broken docProps/core.xml, or
     styles.xml, was skipped whole)."""
     try:
-        return etree.fromstring(data, _PARSER)
-    except etree.XMLSyntaxError:
+        return parse_xml(data, "")
+    except Unextractable:
         return None
 
 

@@ -131,21 +131,19 @@ class _Walker:
         rather than recursion: a page nested thousands deep (which `huge_tree` lets the parser
         keep: at 256 it dropped the rest of the page, silently) is read like any other."""
         events = etree.iterwalk(top, events=("start", "end"))
-        whole: set[etree._Element] = set()  # read at their start, their children skipped
+        read_whole = None  # read at its start, its children skipped: its end is the next event
         for event, element in events:
             tag = element.tag.lower() if isinstance(element.tag, str) else ""
             if event == "start":
                 if self._read_whole(element, tag):
-                    whole.add(element)
+                    read_whole = element
                     events.skip_subtree()
                 else:
                     self._open(element, tag)
-            elif element in whole:
-                whole.discard(element)
-                self._text(element.tail)
-            else:
+                continue
+            if element is not read_whole:
                 self._close(tag)
-                self._text(element.tail)
+            self._text(element.tail)
 
     def paragraphs(self, texts: list[str]) -> None:
         for text in texts:
